@@ -1,0 +1,57 @@
+"""Exceptions raised by the bridge, named as in ``mlagents_envs.exception`` so migrations keep working."""
+
+from __future__ import annotations
+
+__all__ = [
+    "UnityActionException",
+    "UnityCommunicationException",
+    "UnityCommunicatorStoppedException",
+    "UnityEnvironmentException",
+    "UnityException",
+    "UnityObservationException",
+    "UnitySideChannelException",
+    "UnityTimeOutException",
+    "UnityWorkerInUseException",
+]
+
+
+class UnityException(Exception):
+    """Base class of every error raised by unity_gym's bridge."""
+
+
+class UnityEnvironmentException(UnityException):
+    """The game could not be launched, exited, or is not compatible."""
+
+
+class UnityCommunicationException(UnityException):
+    """The game sent a message that violates the protocol."""
+
+
+class UnityCommunicatorStoppedException(UnityException):
+    """The game closed the connection (it sent a header-400 message or disappeared)."""
+
+
+class UnityObservationException(UnityException):
+    """An observation could not be decoded into the shape its spec announces."""
+
+
+class UnityActionException(UnityException):
+    """Actions given by the user do not match the behavior's action spec."""
+
+
+class UnityTimeOutException(UnityException):
+    """The game did not answer within ``timeout_wait`` seconds."""
+
+
+class UnitySideChannelException(UnityException):
+    """A side channel payload was malformed or sent on a channel that does not accept it."""
+
+
+class UnityWorkerInUseException(UnityException):
+    """The requested port is already used by another process."""
+
+    def __init__(self, worker_id: int | str) -> None:
+        super().__init__(
+            f"Couldn't start the environment: port for worker_id {worker_id} is in use. "
+            "Pass a different worker_id/base_port, or leave base_port unset to get a free port."
+        )

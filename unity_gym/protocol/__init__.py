@@ -1,0 +1,1 @@
+"""Wire protocol of Unity ML-Agents (communication API 1.5.0): generated protobuf classes."""
