@@ -1,0 +1,109 @@
+"""Build the *reference peer*: an isolated venv with the official ``mlagents-envs``/``mlagents`` 1.1.0.
+
+The official wheels pin Python <= 3.10.12, protobuf < 3.21 and numpy < 1.24; they install here with
+``--no-deps --ignore-requires-python`` plus the old pins listed below. Tests and benchmarks run the
+peer's Python in a subprocess, so its packages never mix with ours.
+
+Usage::
+
+    python benchmarks/peer_venv.py            # envs only (mlagents_envs.UnityEnvironment)
+    python benchmarks/peer_venv.py --learn    # also what ``mlagents-learn`` needs (torch, ...)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+__all__ = ["DEFAULT_PEER_DIR", "PeerUnavailable", "ensure_peer_venv", "peer_python"]
+
+DEFAULT_PEER_DIR = Path(
+    os.environ.get("UNITY_GYM_PEER_VENV", Path(__file__).resolve().parents[1] / ".peer-venv")
+)
+OFFICIAL = ["mlagents-envs==1.1.0", "mlagents==1.1.0"]
+ENVS_DEPS = [
+    "protobuf==3.20.3",
+    "numpy==1.23.5",
+    "grpcio",
+    "cloudpickle",
+    "pyyaml",
+    "pillow",
+    "filelock",
+    "setuptools<81",
+]
+LEARN_DEPS = ["torch==2.13.0", "attrs", "cattrs==1.5.0", "h5py", "tensorboard==2.14.1"]
+_MARKER_ENVS = ".unity-gym-peer-envs"
+_MARKER_LEARN = ".unity-gym-peer-learn"
+
+
+class PeerUnavailable(RuntimeError):
+    """The reference peer venv could not be built (e.g. the package registry is unreachable)."""
+
+
+def peer_python(peer_dir: Path = DEFAULT_PEER_DIR) -> Path:
+    """Path of the peer venv's Python interpreter (which may not exist yet)."""
+    return peer_dir / "bin" / "python"
+
+
+def _pip(python: Path, *args: str) -> None:
+    cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise PeerUnavailable(
+            f"pip failed ({' '.join(cmd)}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
+
+
+def ensure_peer_venv(peer_dir: Path = DEFAULT_PEER_DIR, *, learn: bool = False) -> Path:
+    """Create (once) the peer venv and return its Python interpreter.
+
+    Args:
+        peer_dir: where the venv lives (default ``.peer-venv`` at the repository root, or
+            ``$UNITY_GYM_PEER_VENV``).
+        learn: also install what ``mlagents-learn`` needs (torch 2.13.0 CPU, tensorboard, ...).
+
+    Raises:
+        PeerUnavailable: if pip cannot install the pinned packages.
+    """
+    python = peer_python(peer_dir)
+    if not python.exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(peer_dir)
+    if not (peer_dir / _MARKER_ENVS).exists():
+        _pip(python, *ENVS_DEPS)
+        _pip(python, "--no-deps", "--ignore-requires-python", *OFFICIAL)
+        check = subprocess.run(
+            [
+                str(python),
+                "-c",
+                "import mlagents_envs.environment, mlagents_envs; print(mlagents_envs.__version__)",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if check.returncode != 0 or check.stdout.strip() != "1.1.0":
+            raise PeerUnavailable(
+                f"mlagents_envs does not import in the peer venv:\n{check.stderr}"
+            )
+        (peer_dir / _MARKER_ENVS).write_text("ok\n")
+    if learn and not (peer_dir / _MARKER_LEARN).exists():
+        _pip(python, *LEARN_DEPS)
+        (peer_dir / _MARKER_LEARN).write_text("ok\n")
+    return python
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point: build the venv and print its interpreter path."""
+    parser = argparse.ArgumentParser(description="Build the official mlagents 1.1.0 peer venv.")
+    parser.add_argument("--dir", type=Path, default=DEFAULT_PEER_DIR)
+    parser.add_argument("--learn", action="store_true", help="also install mlagents-learn deps")
+    ns = parser.parse_args(argv)
+    print(ensure_peer_venv(ns.dir, learn=ns.learn))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
