@@ -35,7 +35,16 @@ ENVS_DEPS = [
     "filelock",
     "setuptools<81",
 ]
-LEARN_DEPS = ["torch==2.13.0", "attrs", "cattrs==1.5.0", "h5py", "tensorboard==2.14.1"]
+# setuptools is repeated: torch depends on it and would otherwise upgrade it past the pin
+# (mlagents' torch_utils imports pkg_resources, removed in setuptools 81).
+LEARN_DEPS = [
+    "torch==2.13.0",
+    "attrs",
+    "cattrs==1.5.0",
+    "h5py",
+    "tensorboard==2.14.1",
+    "setuptools<81",
+]
 _MARKER_ENVS = ".unity-gym-peer-envs"
 _MARKER_LEARN = ".unity-gym-peer-learn"
 
@@ -56,6 +65,13 @@ def _pip(python: Path, *args: str) -> None:
         raise PeerUnavailable(
             f"pip failed ({' '.join(cmd)}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
         )
+
+
+def _check_import(python: Path, code: str) -> str:
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise PeerUnavailable(f"`{code}` fails in the peer venv:\n{proc.stderr[-2000:]}")
+    return proc.stdout.strip()
 
 
 def ensure_peer_venv(peer_dir: Path = DEFAULT_PEER_DIR, *, learn: bool = False) -> Path:
@@ -91,6 +107,7 @@ def ensure_peer_venv(peer_dir: Path = DEFAULT_PEER_DIR, *, learn: bool = False) 
         (peer_dir / _MARKER_ENVS).write_text("ok\n")
     if learn and not (peer_dir / _MARKER_LEARN).exists():
         _pip(python, *LEARN_DEPS)
+        _check_import(python, "import mlagents.trainers.learn")
         (peer_dir / _MARKER_LEARN).write_text("ok\n")
     return python
 

@@ -1,0 +1,433 @@
+"""Reader for Unity ``.demo`` demonstration recordings (spec §8).
+
+File layout written by Unity's ``DemonstrationWriter``:
+
+1. offset 0: a varint-length-delimited ``DemonstrationMetaProto`` (rewritten when recording ends);
+2. zero padding up to offset 33;
+3. offset 33: a delimited ``BrainParametersProto``;
+4. ``number_steps`` delimited ``AgentInfoActionPairProto`` records, one per recorded agent step;
+5. (newer files) one more, undelimited, copy of the meta proto, which the reader ignores.
+
+Example::
+
+    demo = load_demonstration("ExpertBasic.demo")
+    obs = demo.observations(0)          # (n_steps, 20) float32
+    actions = demo.discrete_actions()   # (n_steps, 1) int32
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from unity_gym.base_env import ActionSpec, BehaviorSpec, ObservationSpec
+from unity_gym.decoding import behavior_spec_from_proto, decode_png_observation
+from unity_gym.exceptions import UnityException, UnityObservationException
+from unity_gym.protocol.communicator_objects.agent_info_action_pair_pb2 import (
+    AgentInfoActionPairProto,
+)
+from unity_gym.protocol.communicator_objects.brain_parameters_pb2 import BrainParametersProto
+from unity_gym.protocol.communicator_objects.demonstration_meta_pb2 import (
+    DemonstrationMetaProto,
+)
+from unity_gym.protocol.communicator_objects.observation_pb2 import PNG, ObservationProto
+
+__all__ = [
+    "BRAIN_PARAMETERS_OFFSET",
+    "SUPPORTED_API_VERSIONS",
+    "Demonstration",
+    "DemonstrationError",
+    "DemonstrationMeta",
+    "DemonstrationStep",
+    "load_demonstration",
+]
+
+BRAIN_PARAMETERS_OFFSET = 33
+"""Where the brain parameters start: Unity reserves 32 bytes (+1) for the meta proto."""
+
+SUPPORTED_API_VERSIONS = frozenset({0, 1})
+"""Demonstration format versions this reader understands (Unity writes 1)."""
+
+
+class DemonstrationError(UnityException, ValueError):
+    """A file is not a readable ``.demo`` recording (wrong format, truncated, unsupported)."""
+
+
+@dataclass(frozen=True)
+class DemonstrationMeta:
+    """Summary Unity writes at the start of the file.
+
+    Attributes:
+        name: demonstration name (sanitized by Unity, at most 16 characters).
+        api_version: file format version.
+        number_steps: number of recorded agent steps (records).
+        number_episodes: number of completed episodes.
+        mean_reward: cumulative reward divided by the number of episodes.
+    """
+
+    name: str
+    api_version: int
+    number_steps: int
+    number_episodes: int
+    mean_reward: float
+
+
+@dataclass(frozen=True)
+class DemonstrationStep:
+    """One recorded agent step: what the agent observed and the action stored with it.
+
+    Attributes:
+        agent_id: id of the recording agent (per episode in old recordings).
+        observations: one array per sensor; visual ones are float32 ``(C, H, W)`` in ``[0, 1]``
+            (or the recorded ``(H, W, C)`` for legacy uncompressed recordings).
+        reward: reward since the agent's previous step.
+        done: the episode ended at this step.
+        interrupted: the episode was cut short (max step reached), not truly terminal.
+        action_mask: ``True`` = action disabled, one entry per discrete action of all branches;
+            ``None`` when the step carries no mask.
+        continuous_actions: float32 ``(continuous_size,)``.
+        discrete_actions: int32 ``(number_of_branches,)``.
+        has_action: the record carried action values (zeros are stored when it did not).
+        group_id: multi-agent group (0 = none).
+        group_reward: group reward since the previous step.
+    """
+
+    agent_id: int
+    observations: list[np.ndarray]
+    reward: float
+    done: bool
+    interrupted: bool
+    action_mask: np.ndarray | None
+    continuous_actions: np.ndarray
+    discrete_actions: np.ndarray
+    has_action: bool
+    group_id: int
+    group_reward: float
+
+
+@dataclass(frozen=True)
+class Demonstration:
+    """A parsed ``.demo`` file: summary, behavior and the recorded steps in file order.
+
+    Attributes:
+        meta: the file's summary.
+        behavior_name: fully-qualified behavior name (``Name?team=N`` in newer files).
+        behavior_spec: observation specs (from the first record) and action spec.
+        steps: the recorded steps, in recording order.
+    """
+
+    meta: DemonstrationMeta
+    behavior_name: str
+    behavior_spec: BehaviorSpec
+    steps: list[DemonstrationStep]
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def observations(self, index: int) -> np.ndarray:
+        """Observation ``index`` of every step, stacked: float32 ``(n_steps, *shape)``.
+
+        Raises:
+            IndexError: if the behavior has no observation ``index``.
+        """
+        specs = self.behavior_spec.observation_specs
+        if not -len(specs) <= index < len(specs):
+            raise IndexError(
+                f"Observation index {index} out of range: this demonstration has {len(specs)} "
+                f"observation(s): {[s.name or s.shape for s in specs]}."
+            )
+        shape = tuple(specs[index].shape)
+        if not self.steps:
+            return np.zeros((0, *shape), dtype=np.float32)
+        return np.stack([step.observations[index] for step in self.steps])
+
+    def rewards(self) -> np.ndarray:
+        """float32 ``(n_steps,)``."""
+        return np.array([s.reward for s in self.steps], dtype=np.float32)
+
+    def dones(self) -> np.ndarray:
+        """bool ``(n_steps,)``: the episode ended at the step."""
+        return np.array([s.done for s in self.steps], dtype=bool)
+
+    def interrupted(self) -> np.ndarray:
+        """bool ``(n_steps,)``: the episode was cut short at the step."""
+        return np.array([s.interrupted for s in self.steps], dtype=bool)
+
+    def agent_ids(self) -> np.ndarray:
+        """int32 ``(n_steps,)``."""
+        return np.array([s.agent_id for s in self.steps], dtype=np.int32)
+
+    def group_ids(self) -> np.ndarray:
+        """int32 ``(n_steps,)``."""
+        return np.array([s.group_id for s in self.steps], dtype=np.int32)
+
+    def group_rewards(self) -> np.ndarray:
+        """float32 ``(n_steps,)``."""
+        return np.array([s.group_reward for s in self.steps], dtype=np.float32)
+
+    def continuous_actions(self) -> np.ndarray:
+        """float32 ``(n_steps, continuous_size)``."""
+        size = self.behavior_spec.action_spec.continuous_size
+        rows = [s.continuous_actions for s in self.steps]
+        return np.stack(rows) if rows else np.zeros((0, size), dtype=np.float32)
+
+    def discrete_actions(self) -> np.ndarray:
+        """int32 ``(n_steps, number_of_branches)``."""
+        branches = len(self.behavior_spec.action_spec.discrete_branches)
+        rows = [s.discrete_actions for s in self.steps]
+        return np.stack(rows) if rows else np.zeros((0, branches), dtype=np.int32)
+
+    def action_masks(self) -> np.ndarray:
+        """bool ``(n_steps, sum(discrete_branches))``, ``True`` = disabled; all ``False`` for
+        steps without a mask."""
+        width = sum(self.behavior_spec.action_spec.discrete_branches)
+        masks = np.zeros((len(self.steps), width), dtype=bool)
+        for row, step in enumerate(self.steps):
+            if step.action_mask is not None:
+                masks[row] = step.action_mask
+        return masks
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+
+def _read_varint(data: bytes, offset: int, what: str, path: Path) -> tuple[int, int]:
+    """Decode the base-128 varint at ``offset``; return ``(value, offset after it)``."""
+    value = 0
+    for shift_index in range(5):
+        if offset >= len(data):
+            raise DemonstrationError(
+                f"{path}: file ends inside the length prefix of the {what}; the file is truncated."
+            )
+        byte = data[offset]
+        offset += 1
+        value |= (byte & 0x7F) << (7 * shift_index)
+        if byte < 0x80:
+            return value, offset
+    raise DemonstrationError(f"{path}: invalid length prefix for the {what}; not a .demo file.")
+
+
+def _read_delimited(data: bytes, offset: int, what: str, path: Path) -> tuple[bytes, int]:
+    length, start = _read_varint(data, offset, what, path)
+    end = start + length
+    if end > len(data):
+        raise DemonstrationError(
+            f"{path}: the {what} needs {length} bytes at offset {start} but the file has only "
+            f"{len(data) - start} left; the file is truncated."
+        )
+    return data[start:end], end
+
+
+def _read_meta(data: bytes, path: Path) -> DemonstrationMeta:
+    if len(data) <= BRAIN_PARAMETERS_OFFSET:
+        raise DemonstrationError(
+            f"{path}: {len(data)} bytes is too short for a .demo file (the header alone is "
+            f"{BRAIN_PARAMETERS_OFFSET} bytes)."
+        )
+    length, start = _read_varint(data, 0, "demonstration meta-data", path)
+    proto = DemonstrationMetaProto()
+    try:
+        if start + length > BRAIN_PARAMETERS_OFFSET:
+            raise DecodeError(
+                f"its length prefix announces {length} bytes, more than the "
+                f"{BRAIN_PARAMETERS_OFFSET}-byte header holds"
+            )
+        proto.ParseFromString(data[start : start + length])
+    except DecodeError as error:
+        raise DemonstrationError(
+            f"{path}: not a Unity .demo file (the header is not demonstration meta-data: {error})."
+        ) from None
+    if proto.api_version not in SUPPORTED_API_VERSIONS:
+        raise DemonstrationError(
+            f"{path}: demonstration format version {proto.api_version} is not supported "
+            f"(supported: {sorted(SUPPORTED_API_VERSIONS)}). Record it again with a "
+            "supported ML-Agents version."
+        )
+    if proto.number_steps < 0 or proto.number_episodes < 0:
+        raise DemonstrationError(
+            f"{path}: not a Unity .demo file (negative step or episode count in the header)."
+        )
+    return DemonstrationMeta(
+        name=proto.demonstration_name,
+        api_version=proto.api_version,
+        number_steps=proto.number_steps,
+        number_episodes=proto.number_episodes,
+        mean_reward=proto.mean_reward,
+    )
+
+
+def _decode_observation(
+    observation: ObservationProto, spec: ObservationSpec, where: str
+) -> np.ndarray:
+    shape = tuple(int(d) for d in spec.shape)
+    if tuple(observation.shape) != shape:
+        raise DemonstrationError(
+            f"{where}: shape {tuple(observation.shape)} differs from the first record's {shape}."
+        )
+    if observation.compression_type == PNG:
+        data, mapping = observation.compressed_data, list(observation.compressed_channel_mapping)
+        try:
+            return decode_png_observation(data, shape, mapping)
+        except UnityObservationException as error:
+            if len(shape) != 3 or shape[2] > 4:
+                raise DemonstrationError(f"{where}: {error}") from error
+            first_error = error
+        # Legacy (H, W, C) layout: decode channel-first, then restore the recorded layout.
+        try:
+            chw = decode_png_observation(data, (shape[2], shape[0], shape[1]), mapping)
+        except UnityObservationException:
+            raise DemonstrationError(f"{where}: {first_error}") from first_error
+        return np.ascontiguousarray(np.moveaxis(chw, 0, -1))
+    values = np.asarray(observation.float_data.data, dtype=np.float32)
+    expected = int(np.prod(shape, dtype=np.int64))
+    if values.size != expected:
+        raise DemonstrationError(
+            f"{where}: {values.size} float values recorded, shape {shape} needs {expected}."
+        )
+    return values.reshape(shape)
+
+
+def _split_actions(
+    record: AgentInfoActionPairProto, spec: ActionSpec, where: str
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(continuous, discrete, has_action)``; deprecated flat actions are split by the spec."""
+    action = record.action_info
+    n_continuous, n_branches = spec.continuous_size, len(spec.discrete_branches)
+    if len(action.continuous_actions) == 0 and len(action.discrete_actions) == 0:
+        flat = np.asarray(action.vector_actions_deprecated, dtype=np.float32)
+        if flat.size == 0:
+            return (
+                np.zeros(n_continuous, dtype=np.float32),
+                np.zeros(n_branches, dtype=np.int32),
+                False,
+            )
+        if flat.size != n_continuous + n_branches:
+            raise DemonstrationError(
+                f"{where}: {flat.size} recorded action value(s), but the action spec "
+                f"({spec}) needs {n_continuous + n_branches}. Actions of actuator components "
+                "are not described in .demo files; record with Behavior Parameters actions only."
+            )
+        continuous = flat[:n_continuous].copy()
+        discrete = np.rint(flat[n_continuous:]).astype(np.int32)
+        return continuous, discrete, True
+    continuous = np.asarray(action.continuous_actions, dtype=np.float32)
+    discrete = np.asarray(action.discrete_actions, dtype=np.int32)
+    if continuous.size != n_continuous or discrete.size != n_branches:
+        raise DemonstrationError(
+            f"{where}: recorded {continuous.size} continuous and {discrete.size} discrete "
+            f"action value(s), but the action spec ({spec}) needs {n_continuous} and "
+            f"{n_branches}."
+        )
+    return continuous, discrete, True
+
+
+def _step_from_record(
+    record: AgentInfoActionPairProto, spec: BehaviorSpec, index: int, path: Path
+) -> DemonstrationStep:
+    info = record.agent_info
+    where = f"{path}: record {index}"
+    specs = spec.observation_specs
+    if len(info.observations) != len(specs):
+        raise DemonstrationError(
+            f"{where} has {len(info.observations)} observation(s), the first record had "
+            f"{len(specs)}."
+        )
+    observations = [
+        _decode_observation(obs, obs_spec, f"{where}, observation {i} ({obs_spec.name!r})")
+        for i, (obs, obs_spec) in enumerate(zip(info.observations, specs, strict=True))
+    ]
+    continuous, discrete, has_action = _split_actions(record, spec.action_spec, where)
+    mask: np.ndarray | None = None
+    if len(info.action_mask) > 0:
+        mask = np.asarray(info.action_mask, dtype=bool)
+    return DemonstrationStep(
+        agent_id=info.id,
+        observations=observations,
+        reward=info.reward,
+        done=info.done,
+        interrupted=info.max_step_reached,
+        action_mask=mask,
+        continuous_actions=continuous,
+        discrete_actions=discrete,
+        has_action=has_action,
+        group_id=info.group_id,
+        group_reward=info.group_reward,
+    )
+
+
+def load_demonstration(path: str | os.PathLike[str]) -> Demonstration:
+    """Read a Unity ``.demo`` file.
+
+    Reads exactly ``meta.number_steps`` records; anything after them (the trailing meta copy of
+    newer files) is ignored. Observation specs come from the first record, the action spec from
+    the brain parameters (deprecated fields when ``action_spec`` is empty). Records holding only
+    ``vector_actions_deprecated`` are split into continuous then discrete values.
+
+    Args:
+        path: the ``.demo`` file.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        IsADirectoryError: if ``path`` is a folder.
+        DemonstrationError: if the file is not a demonstration, is truncated, has an unsupported
+            format version, has no recorded step, or has records inconsistent with its specs.
+    """
+    file_path = Path(path)
+    if file_path.is_dir():
+        raise IsADirectoryError(
+            f"{file_path} is a folder; pass one .demo file (e.g. "
+            f"{[p.name for p in sorted(file_path.glob('*.demo'))][:3]})."
+        )
+    if not file_path.exists():
+        raise FileNotFoundError(f"Demonstration file {file_path} does not exist.")
+    data = file_path.read_bytes()
+    meta = _read_meta(data, file_path)
+
+    raw, offset = _read_delimited(data, BRAIN_PARAMETERS_OFFSET, "brain parameters", file_path)
+    brain = BrainParametersProto()
+    try:
+        brain.ParseFromString(raw)
+    except DecodeError as error:
+        raise DemonstrationError(
+            f"{file_path}: brain parameters at offset {BRAIN_PARAMETERS_OFFSET} are unreadable "
+            f"({error}); not a Unity .demo file."
+        ) from None
+    if meta.number_steps == 0:
+        raise DemonstrationError(
+            f"{file_path}: the demonstration has no recorded steps (number_steps is 0)."
+        )
+
+    records: list[AgentInfoActionPairProto] = []
+    for index in range(meta.number_steps):
+        if offset >= len(data):
+            raise DemonstrationError(
+                f"{file_path}: file ends after {index} of the {meta.number_steps} records the "
+                "header announces; the file is truncated."
+            )
+        raw, offset = _read_delimited(data, offset, f"record {index}", file_path)
+        record = AgentInfoActionPairProto()
+        try:
+            record.ParseFromString(raw)
+        except DecodeError as error:
+            raise DemonstrationError(
+                f"{file_path}: record {index} is unreadable ({error}); the file is corrupted."
+            ) from None
+        records.append(record)
+
+    try:
+        behavior_spec = behavior_spec_from_proto(brain, records[0].agent_info)
+    except UnityObservationException as error:
+        raise DemonstrationError(f"{file_path}: {error}") from error
+    steps = [_step_from_record(r, behavior_spec, i, file_path) for i, r in enumerate(records)]
+    return Demonstration(
+        meta=meta,
+        behavior_name=brain.brain_name,
+        behavior_spec=behavior_spec,
+        steps=steps,
+    )
