@@ -1,0 +1,118 @@
+"""The player as a process: heuristic play, ``--max-steps``, Unity-style flags, errors, builds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from unity_gym.player.build import build_executable
+from unity_gym.player.errors import PlayerError
+
+pytestmark = pytest.mark.timeout(60)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _player(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "unity_gym.player", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+
+
+@pytest.mark.parametrize("scene", ["3DBall", "Basic", "Stress"])
+def test_heuristic_play_stops_at_max_steps(scene: str, tmp_path: Path) -> None:
+    log = tmp_path / "nested" / "player.log"
+    result = _player(
+        "--scene", scene, "--max-steps", "300", "-batchmode", "-nographics",
+        "-logFile", str(log), "-screen-quality", "Fast", "--unknown-flag",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = log.read_text()
+    assert "playing with the built-in heuristic" in text
+    assert "Quitting: reached --max-steps 300" in text
+    assert "profile: 300 Academy steps" in text
+    assert "Ignoring unknown command-line argument '-screen-quality'" in text
+    assert "Ignoring unknown command-line argument '--unknown-flag'" in text
+
+
+def test_log_to_stdout_with_profile_breakdown() -> None:
+    result = _player("--scene", "Stress", "--max-steps", "20", "--profile", "-logFile", "-")
+    assert result.returncode == 0
+    assert "Quitting: reached --max-steps 20" in result.stdout
+    assert "profile:   observe" in result.stdout
+
+
+def test_num_agents_and_options_shape_the_scene() -> None:
+    result = _player(
+        "--scene", "Stress", "--num-agents", "6", "--option", "teams=2", "--max-steps", "5",
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert "Scene Stress: 6 agents in 3 areas" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scene", "Nope"], "unknown scene 'Nope'; available scenes: 3DBall, Basic, Stress"),
+        (["--scene", "Stress", "--option", "bogus=1"], "scene Stress has no option 'bogus'"),
+        (["--scene", "Stress", "--option", "obs_size"], "expected name=value"),
+        (["--scene", "Stress", "--option", "obs_size=x"], "obs_size='x': expected an integer"),
+        (["--scene", "3DBall", "--num-agents", "0"], "must be a positive multiple of 1"),
+        (["--scene", "Stress", "--option", "visual_shape=3x4", "--option", "visual=png"],
+         "expected CxHxW"),
+    ],
+)  # fmt: skip
+def test_configuration_errors_explain_the_fix(args: list[str], message: str) -> None:
+    result = _player(*args)
+    assert result.returncode == 2
+    assert message in result.stdout + result.stderr
+
+
+def test_missing_scene_lists_the_scenes() -> None:
+    result = _player("--max-steps", "1")
+    assert result.returncode == 2
+    assert "--scene is required; scenes: 3DBall, Basic, Stress" in result.stderr
+
+
+def test_built_executable_runs_from_any_directory(tmp_path: Path) -> None:
+    executable = build_executable(
+        "Stress", tmp_path / "build", name="Stress2", extra_args=["--num-agents", "2"]
+    )
+    assert executable.name == "Stress2.x86_64"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run(
+        [str(executable), "--max-steps", "10"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Scene Stress: 2 agents" in result.stdout
+
+
+def test_build_refuses_paths_mlagents_would_mangle(tmp_path: Path) -> None:
+    with pytest.raises(PlayerError, match="strips from paths"):
+        build_executable("3DBall", tmp_path / "my.apps")
+    with pytest.raises(PlayerError, match="unknown scene"):
+        build_executable("Nope", tmp_path)
+
+
+def test_build_command_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "unity_gym.player.build", "--scene", "Basic", "--output",
+         str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=50,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()) == tmp_path / "Basic.x86_64"
+    assert (tmp_path / "Basic.x86_64").stat().st_mode & 0o111

@@ -1,0 +1,37 @@
+"""Headless player: a Python stand-in for a Unity build made with the ML-Agents SDK.
+
+It dials the trainer as the gRPC client, performs the handshake and runs the Academy loop of
+the Unity package (API 1.5.0), so any ML-Agents trainer — the official ``mlagents_envs`` included —
+can drive it. Run ``python -m unity_gym.player --scene 3DBall`` (or the ``unity-gym-player``
+console script); ``python -m unity_gym.player.build`` writes an executable launcher that
+``UnityEnvironment(file_name=...)`` can start. Scenes implement
+:class:`~unity_gym.player.scenes.Scene`.
+"""
+
+from __future__ import annotations
+
+from .academy import Academy, AgentBatch, SceneContext
+from .errors import PlayerError, SceneError
+from .runtime import PlayerConfig, run_player
+from .scenes import Scene, SceneOption, get_scene_class, register_scene, scene_names
+from .specs import ActionSpec, BehaviorSpec, Compression, DecisionSettings, SensorSpec
+
+__all__ = [
+    "Academy",
+    "ActionSpec",
+    "AgentBatch",
+    "BehaviorSpec",
+    "Compression",
+    "DecisionSettings",
+    "PlayerConfig",
+    "PlayerError",
+    "Scene",
+    "SceneContext",
+    "SceneError",
+    "SceneOption",
+    "SensorSpec",
+    "get_scene_class",
+    "register_scene",
+    "run_player",
+    "scene_names",
+]

@@ -1,0 +1,180 @@
+"""Command line of the headless player, launched like a Unity build.
+
+``python -m unity_gym.player --scene 3DBall --mlagents-port 5005 -nographics -batchmode
+-logFile run.log`` (or the ``unity-gym-player`` console script). Unity-style flags are
+case-insensitive; ``-logFile -`` (or none) logs to stdout. Unknown arguments are ignored with a
+log line, as a Unity player ignores options it does not know.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from .errors import PlayerError
+from .runtime import EXIT_CONFIG_ERROR, PlayerConfig, run_player
+from .scenes import Scene, get_scene_class, scene_names
+
+__all__ = ["UnityFlags", "build_parser", "main", "parse_arguments", "split_unity_flags"]
+
+logger = logging.getLogger("unity_gym.player")
+LOG_FORMAT = "%(asctime)s [%(levelname)s] %(message)s"
+
+
+@dataclass
+class UnityFlags:
+    """Standard Unity player options found on the command line."""
+
+    batchmode: bool = False
+    nographics: bool = False
+    log_file: str | None = None
+    ignored: list[str] = field(default_factory=list)
+
+
+def split_unity_flags(argv: Sequence[str]) -> tuple[UnityFlags, list[str]]:
+    """Take ``-batchmode``, ``-nographics`` and ``-logFile [path]`` out of ``argv``."""
+    flags = UnityFlags()
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        lowered = token.lower()
+        if lowered == "-batchmode":
+            flags.batchmode = True
+        elif lowered == "-nographics":
+            flags.nographics = True
+        elif lowered == "-logfile":
+            following = argv[i + 1] if i + 1 < len(argv) else None
+            if following is not None and (following == "-" or not following.startswith("-")):
+                flags.log_file = following
+                i += 1
+            else:
+                flags.log_file = "-"
+        else:
+            rest.append(token)
+        i += 1
+    return flags, rest
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the player's own options."""
+    parser = argparse.ArgumentParser(
+        prog="unity-gym-player",
+        description="Headless stand-in for a Unity ML-Agents player build.",
+        allow_abbrev=False,
+        epilog="Unity flags: -batchmode, -nographics, -logFile PATH ('-' = stdout). "
+        "Unknown arguments are ignored.",
+    )
+    parser.add_argument("--scene", help="scene to play (see --list-scenes)")
+    parser.add_argument("--list-scenes", action="store_true", help="list scenes and exit")
+    parser.add_argument("--mlagents-port", type=int, help="trainer port; absent = heuristic")
+    parser.add_argument("--num-agents", type=int, help="agents of the stock scene")
+    parser.add_argument("--seed", type=int, default=0, help="seed without a trainer (default 0)")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="scene option (repeatable), e.g. --option step_time=0.002",
+    )
+    parser.add_argument(
+        "--max-steps", type=int, default=0, help="quit after N Academy steps (0 = unlimited)"
+    )
+    parser.add_argument("--profile", action="store_true", help="time each phase of a step")
+    parser.add_argument(
+        "--realtime", action="store_true", help="pace steps like a Unity clock (time scale)"
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=0.0,
+        help="seconds to wait for the trainer to listen (default: one attempt)",
+    )
+    parser.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
+    return parser
+
+
+def parse_arguments(
+    argv: Sequence[str],
+) -> tuple[argparse.Namespace, UnityFlags, list[str]]:
+    """Parse ``argv``: the player's options, the Unity flags and the ignored leftovers."""
+    flags, rest = split_unity_flags(argv)
+    namespace, unknown = build_parser().parse_known_args(rest)
+    return namespace, flags, unknown
+
+
+def _configure_logging(log_file: str | None, level: str) -> list[logging.Handler]:
+    """Log to ``log_file`` (stdout for ``None``/``-``); errors also go to stderr then."""
+    handlers: list[logging.Handler] = []
+    if log_file is None or log_file == "-":
+        handlers.append(logging.StreamHandler(sys.stdout))
+    else:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+        errors = logging.StreamHandler(sys.stderr)
+        errors.setLevel(logging.ERROR)
+        handlers.append(errors)
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+    return handlers
+
+
+def _list_scenes(out: TextIO) -> None:
+    for name in scene_names():
+        cls: type[Scene] = get_scene_class(name)
+        out.write(f"{name}: {cls.summary}\n{cls.describe_options()}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m unity_gym.player``; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    namespace, flags, unknown = parse_arguments(args)
+    if namespace.list_scenes:
+        _list_scenes(sys.stdout)
+        return 0
+    if not namespace.scene:
+        sys.stderr.write(
+            f"unity-gym-player: --scene is required; scenes: {', '.join(scene_names())}\n"
+        )
+        return EXIT_CONFIG_ERROR
+    try:
+        handlers = _configure_logging(flags.log_file, namespace.log_level)
+    except OSError as exc:
+        sys.stderr.write(f"unity-gym-player: cannot open -logFile {flags.log_file!r}: {exc}\n")
+        return EXIT_CONFIG_ERROR
+    try:
+        logger.info("unity-gym-player %s", " ".join(args))
+        for token in unknown:
+            logger.info("Ignoring unknown command-line argument %r", token)
+        try:
+            options = Scene.parse_option_pairs(namespace.option)
+        except PlayerError as exc:
+            logger.error("%s", exc)
+            return EXIT_CONFIG_ERROR
+        config = PlayerConfig(
+            scene=namespace.scene,
+            port=namespace.mlagents_port,
+            seed=namespace.seed,
+            num_agents=namespace.num_agents,
+            options=options,
+            max_steps=max(0, namespace.max_steps),
+            profile=namespace.profile,
+            realtime=namespace.realtime,
+            connect_timeout=namespace.connect_timeout,
+        )
+        return run_player(config)
+    finally:
+        for handler in handlers:
+            handler.flush()
+            logger.removeHandler(handler)
+            handler.close()

@@ -1,0 +1,164 @@
+"""3DBall: each agent tilts a platform to keep a ball on it (ML-Agents' ``3DBall`` scene).
+
+Behavior ``3DBall?team=0``, 12 areas with one agent each, observation ``VectorSensor_size8``:
+platform rotation z and x (quaternion components ``sin(angle / 2)``), ball position relative to
+the platform (x, y, z) and ball velocity (x, y, z). Two continuous actions rotate the platform
+about z and x by up to 2 degrees per step; tilt is clamped to +-25 degrees. Decision period 5 with
+actions between decisions, max step 5000. Every executed action *sets* the reward to 0.1; a ball
+that falls (more than 3 units off-centre or 2 below) gives -1 and ends the episode.
+
+Physics (simpler than PhysX): the ball drops from 4 units above the platform, lands on it and
+rolls down the slope with the acceleration of a solid sphere (5/7 g sin(tilt)), slowed by rolling
+resistance that decreases with its mass; past the edge (2.5) it falls. While it rests on the
+platform its relative height is exactly ``0.25 + 0.5 * scale`` (platform half-thickness plus ball
+radius). Environment parameters ``mass`` (1), ``gravity`` (9.81) and ``scale`` (1) are read at each
+episode begin, one read per agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..academy import AgentBatch, SceneContext
+from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
+from .base import Scene
+from .registry import register_scene
+
+__all__ = ["Ball3DScene"]
+
+PLATFORM_HALF_WIDTH = 2.5
+PLATFORM_HALF_THICKNESS = 0.25
+MAX_TILT_DEGREES = 25.0
+DEGREES_PER_ACTION = 2.0
+DROP_HEIGHT = 4.0
+ROLLING_RESISTANCE = 0.2  # deceleration (units/s^2) of a ball of mass 1
+_SLOPE_SIGN = np.array([-1.0, 1.0])
+
+
+@register_scene
+class Ball3DScene(Scene):
+    """Balance a ball on a tilting platform; one agent per area."""
+
+    name = "3DBall"
+    summary = "balance a ball on a tilting platform (continuous 2, obs 8, 12 agents)"
+    default_area_count = 12
+
+    def behaviors(self) -> Sequence[BehaviorSpec]:
+        """``3DBall?team=0``: obs (8,), continuous 2, period 5, max step 5000."""
+        return [
+            BehaviorSpec(
+                name="3DBall",
+                sensors=(SensorSpec("VectorSensor_size8", (8,)),),
+                action_spec=ActionSpec(continuous_size=2),
+                decision=DecisionSettings(period=5, take_actions_between_decisions=True),
+                max_step=5000,
+            )
+        ]
+
+    def setup(self, context: SceneContext) -> None:
+        """Allocate per-area platform and ball state."""
+        super().setup(context)
+        n = self.ctx.area_count
+        self.tilt = np.zeros((n, 2))  # degrees about z, about x
+        self.planar = np.zeros((n, 2))  # ball x, z relative to the platform centre
+        self.height = np.zeros(n)  # ball centre above the platform centre
+        self.planar_velocity = np.zeros((n, 2))
+        self.vertical_velocity = np.zeros(n)
+        self.on_platform = np.zeros(n, dtype=bool)
+        self.mass = np.ones(n)
+        self.gravity = np.full(n, 9.81)
+        self.scale = np.ones(n)
+        self._rest = np.full(n, PLATFORM_HALF_THICKNESS + 0.5)
+        self._slope_gain = np.zeros((n, 1))
+        self._resistance = np.zeros(n)
+
+    def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """Random tilt in +-10 degrees, ball 4 above a random point, parameters re-read."""
+        k = slots.size
+        rng = self.ctx.rng
+        self.tilt[slots] = rng.uniform(-10.0, 10.0, size=(k, 2))
+        self.planar[slots, 0] = rng.uniform(-1.5, 1.5, size=k)
+        self.planar[slots, 1] = rng.uniform(-1.5, 1.5, size=k)
+        self.height[slots] = DROP_HEIGHT
+        self.planar_velocity[slots] = 0.0
+        self.vertical_velocity[slots] = 0.0
+        self.on_platform[slots] = False
+        params = self.ctx.parameters
+        self.mass[slots] = np.maximum(params.read_many("mass", 1.0, k), 1e-3)
+        self.gravity[slots] = params.read_many("gravity", 9.81, k)
+        self.scale[slots] = params.read_many("scale", 1.0, k)
+        dt = self.fixed_delta_time
+        self._rest[slots] = PLATFORM_HALF_THICKNESS + 0.5 * self.scale[slots]
+        self._slope_gain[slots, 0] = (5.0 / 7.0) * dt * self.gravity[slots]
+        self._resistance[slots] = ROLLING_RESISTANCE * dt / self.mass[slots]
+
+    def collect_observations(self, batch: AgentBatch, slots: np.ndarray) -> Sequence[np.ndarray]:
+        """``[rot z, rot x, ball dx, dy, dz, vx, vy, vz]``."""
+        obs = np.empty((slots.size, 8), dtype=np.float32)
+        obs[:, 0:2] = np.sin(np.radians(self.tilt[slots]) / 2.0)
+        obs[:, 2:5:2] = self.planar[slots]
+        obs[:, 3] = self.height[slots]
+        obs[:, 5:8:2] = self.planar_velocity[slots]
+        obs[:, 6] = self.vertical_velocity[slots]
+        return [obs]
+
+    def on_action_received(
+        self,
+        batch: AgentBatch,
+        slots: np.ndarray,
+        continuous: np.ndarray,
+        discrete: np.ndarray,
+    ) -> None:
+        """Tilt the platform, then reward 0.1 or end the episode with -1 if the ball fell."""
+        tilt = self.tilt[slots]
+        tilt += DEGREES_PER_ACTION * np.maximum(np.minimum(continuous[:, :2], 1.0), -1.0)
+        np.minimum(tilt, MAX_TILT_DEGREES, out=tilt)
+        np.maximum(tilt, -MAX_TILT_DEGREES, out=tilt)
+        self.tilt[slots] = tilt
+        fell = (self.height[slots] < -2.0) | (np.abs(self.planar[slots]) > 3.0).any(axis=1)
+        batch.set_reward(slots, np.where(fell, np.float32(-1.0), np.float32(0.1)))
+        if fell.any():
+            batch.end_episode(slots[fell])
+
+    def after_academy_step(self) -> None:
+        """Advance every ball by one fixed timestep (rolling on the platform, or flying)."""
+        dt = self.fixed_delta_time
+        rolling = self.on_platform
+        # Rolling: a solid sphere accelerates with 5/7 g sin(tilt) (towards -x for a positive
+        # z tilt, +z for a positive x tilt), minus rolling resistance.
+        accel = np.sin(np.radians(self.tilt))
+        accel *= self._slope_gain
+        accel *= _SLOPE_SIGN
+        rolled = self.planar_velocity + accel
+        speed = np.sqrt(np.einsum("ij,ij->i", rolled, rolled))
+        kept = np.maximum(speed - self._resistance, 0.0) / np.maximum(speed, 1e-12)
+        rolled *= kept[:, None]
+        planar_velocity = np.where(rolling[:, None], rolled, self.planar_velocity)
+        vertical = np.where(rolling, 0.0, self.vertical_velocity - self.gravity * dt)
+        self.planar += planar_velocity * dt
+        height = self.height + vertical * dt
+        rest = self._rest
+        inside = (np.abs(self.planar) <= PLATFORM_HALF_WIDTH).all(axis=1)
+        lands = inside & ~rolling & (vertical <= 0.0) & (height <= rest) & (height > rest - 0.5)
+        rolling = (rolling & inside) | lands
+        self.height = np.where(rolling, rest, height)
+        self.vertical_velocity = np.where(rolling, 0.0, vertical)
+        self.planar_velocity = planar_velocity
+        self.on_platform = rolling
+
+    def heuristic(
+        self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A PD controller: tilt so the ball accelerates back towards the centre."""
+        obs = observations[0]
+        tilt_z = np.degrees(2.0 * np.arcsin(np.clip(obs[:, 0], -1.0, 1.0)))
+        tilt_x = np.degrees(2.0 * np.arcsin(np.clip(obs[:, 1], -1.0, 1.0)))
+        target_z = 4.0 * obs[:, 2] + 6.0 * obs[:, 5]
+        target_x = -(4.0 * obs[:, 4] + 6.0 * obs[:, 7])
+        actions = np.stack(
+            [(target_z - tilt_z) / DEGREES_PER_ACTION, (target_x - tilt_x) / DEGREES_PER_ACTION],
+            axis=1,
+        )
+        return np.clip(actions, -1.0, 1.0).astype(np.float32), np.zeros((slots.size, 0), np.int32)

@@ -1,0 +1,233 @@
+"""The Scene contract: what a game level provides to the Academy.
+
+A scene is the player-side counterpart of a Unity scene with its Agent scripts. It declares its
+behaviors (:class:`~unity_gym.player.specs.BehaviorSpec`) and implements the Agent callbacks,
+*vectorized*: every callback receives an :class:`~unity_gym.player.academy.AgentBatch` (the
+agents of one behavior) and ``slots``, a sorted ``int`` array of agent indices in that batch.
+Scene state is best kept in numpy arrays indexed by slot; ``slot // agents_per_area`` is the
+agent's training area.
+
+Agents act on themselves through the batch, as Unity scripts call Agent methods:
+``batch.add_reward(slots, r)``, ``batch.set_reward``, ``batch.end_episode(slots)``,
+``batch.interrupt_episode``, ``batch.request_decision``, ``batch.request_action``,
+``batch.respawn(slots)`` (destroy and re-create: the agent gets a new id) and
+``batch.set_group(slots, group_ids)``. Scene-wide services live on the
+:class:`~unity_gym.player.academy.SceneContext` given to :meth:`Scene.setup` (``self.ctx``):
+the seeded ``rng``, ``parameters`` (environment parameters), ``stats``, ``engine`` settings,
+multi-agent groups (``create_groups``, ``add_group_reward``, ``end_group_episode``, ...).
+
+Call order (spec §9.2), once per Academy step (one FixedUpdate):
+
+1. the first step only: :meth:`Scene.on_environment_reset`, then :meth:`Scene.on_episode_begin`
+   for every agent (a RESET from the trainer does the same, in the middle of a step);
+2. :meth:`Scene.before_academy_step` (scripts' FixedUpdate, e.g. scripted ``request_decision``);
+3. decision requesters; step counters advance;
+4. :meth:`Scene.collect_observations` (and :meth:`Scene.write_action_mask`) for agents that
+   requested a decision;
+5. one exchange with the trainer (or :meth:`Scene.heuristic` without one);
+6. :meth:`Scene.on_action_received` for agents with a pending action; then max-step checks;
+7. :meth:`Scene.after_academy_step` (the physics step and collision callbacks).
+
+Ending an episode collects a final observation (:meth:`Scene.collect_observations`) and
+immediately begins the next one (:meth:`Scene.on_episode_begin`). Scenes must draw randomness
+from ``self.ctx.rng`` only, so that a seed and an action sequence reproduce a run exactly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ..errors import PlayerError
+from ..specs import BehaviorSpec
+
+if TYPE_CHECKING:
+    from ..academy import AgentBatch, SceneContext
+
+__all__ = ["Scene", "SceneOption"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "text"}
+
+
+@dataclass(frozen=True)
+class SceneOption:
+    """A scene-specific option, set with ``--option name=value``."""
+
+    name: str
+    kind: type
+    default: object
+    help: str
+
+    def parse(self, text: str) -> object:
+        """Convert ``text`` to :attr:`kind`.
+
+        Raises:
+            PlayerError: if ``text`` is not a valid value.
+        """
+        try:
+            if self.kind is bool:
+                lowered = text.strip().lower()
+                if lowered in _TRUE:
+                    return True
+                if lowered in _FALSE:
+                    return False
+                raise ValueError(text)
+            return self.kind(text)
+        except ValueError:
+            expected = _KIND_NAMES.get(self.kind, self.kind.__name__)
+            raise PlayerError(
+                f"option {self.name}={text!r}: expected {expected} ({self.help})"
+            ) from None
+
+
+class Scene(ABC):
+    """Base class of scenes; see the module documentation for the contract and call order.
+
+    Args:
+        options: scene options by name (strings are parsed, other values used as given);
+            unknown names are an error.
+        num_agents: total agents of the stock scene (all behaviors); must be a multiple of the
+            agents per area. ``None`` keeps :attr:`default_area_count` areas.
+
+    Raises:
+        PlayerError: on unknown or invalid options or an impossible agent count.
+    """
+
+    #: Name used with ``--scene``.
+    name: ClassVar[str]
+    #: One line shown by ``--list-scenes``.
+    summary: ClassVar[str] = ""
+    #: Training areas of the stock scene (multiplied by the handshake's ``num_areas``).
+    default_area_count: ClassVar[int] = 1
+    #: Scene options accepted with ``--option name=value``.
+    option_specs: ClassVar[tuple[SceneOption, ...]] = ()
+    #: Seconds of simulated time per Academy step (Unity's fixed timestep).
+    fixed_delta_time: ClassVar[float] = 0.02
+
+    def __init__(
+        self, options: Mapping[str, object] | None = None, *, num_agents: int | None = None
+    ) -> None:
+        self.options = self.resolve_options(options or {})
+        self.ctx: SceneContext
+        per_area = sum(b.agents_per_area for b in self.behaviors())
+        if num_agents is None:
+            self.base_area_count = self.default_area_count
+        elif num_agents <= 0 or per_area == 0 or num_agents % per_area:
+            raise PlayerError(
+                f"scene {self.name}: --num-agents {num_agents} must be a positive multiple of "
+                f"{per_area} (agents per training area)"
+            )
+        else:
+            self.base_area_count = num_agents // per_area
+
+    @classmethod
+    def resolve_options(cls, given: Mapping[str, object]) -> dict[str, Any]:
+        """Defaults overridden by ``given``.
+
+        Raises:
+            PlayerError: on an unknown name or a value that does not parse.
+        """
+        specs = {spec.name: spec for spec in cls.option_specs}
+        resolved: dict[str, Any] = {spec.name: spec.default for spec in cls.option_specs}
+        for key, value in given.items():
+            spec = specs.get(key)
+            if spec is None:
+                valid = ", ".join(sorted(specs)) or "none"
+                raise PlayerError(
+                    f"scene {cls.name} has no option {key!r} (valid options: {valid})"
+                )
+            resolved[key] = spec.parse(value) if isinstance(value, str) else value
+        return resolved
+
+    @classmethod
+    def parse_option_pairs(cls, pairs: Iterable[str]) -> dict[str, str]:
+        """Split ``name=value`` strings.
+
+        Raises:
+            PlayerError: if a pair has no ``=``.
+        """
+        parsed: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise PlayerError(f"--option {pair!r}: expected name=value, e.g. step_time=0.002")
+            parsed[key.strip()] = value.strip()
+        return parsed
+
+    @classmethod
+    def describe_options(cls) -> str:
+        """Human-readable list of the options and their defaults."""
+        if not cls.option_specs:
+            return "  (no options)"
+        return "\n".join(f"  {o.name}={o.default!r}: {o.help}" for o in cls.option_specs)
+
+    # ---- declaration -------------------------------------------------------------------------
+
+    @abstractmethod
+    def behaviors(self) -> Sequence[BehaviorSpec]:
+        """The behaviors of the scene, in agent initialization order within an area.
+
+        Must depend only on :attr:`options` (it is called before the handshake).
+        """
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def setup(self, context: SceneContext) -> None:
+        """Called once, after the agents exist; allocate per-area/per-agent state here.
+
+        ``context.area_count`` is the final number of areas (``base_area_count * num_areas``).
+        """
+        self.ctx = context
+
+    def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:  # noqa: B027
+        """Agent ``Initialize()``: at start-up and for respawned agents."""
+
+    def on_environment_reset(self) -> None:  # noqa: B027
+        """Academy reset (first step and every RESET), before the agents' episode begins."""
+
+    @abstractmethod
+    def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """Agent ``OnEpisodeBegin()``: put these agents in a fresh episode state."""
+
+    @abstractmethod
+    def collect_observations(self, batch: AgentBatch, slots: np.ndarray) -> Sequence[np.ndarray]:
+        """One array per sensor, in ``BehaviorSpec.sensors`` order, shaped ``(len(slots),
+        *sensor.shape)`` (unstacked; the Academy stacks)."""
+
+    def write_action_mask(self, batch: AgentBatch, slots: np.ndarray) -> np.ndarray:
+        """Bool array ``(len(slots), sum(branches))``, true = action disabled (only called when
+        the behavior sets ``uses_action_mask``). Default: nothing masked."""
+        return np.zeros((len(slots), batch.spec.action_spec.mask_size), dtype=bool)
+
+    @abstractmethod
+    def on_action_received(
+        self,
+        batch: AgentBatch,
+        slots: np.ndarray,
+        continuous: np.ndarray,
+        discrete: np.ndarray,
+    ) -> None:
+        """Agent ``OnActionReceived()``: execute actions (``(k, c)`` floats, ``(k, b)`` ints)."""
+
+    def heuristic(
+        self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Actions without a trainer; ``observations`` are in wire order. Default: zeros."""
+        spec = batch.spec.action_spec
+        return (
+            np.zeros((len(slots), spec.continuous_size), dtype=np.float32),
+            np.zeros((len(slots), spec.discrete_size), dtype=np.int32),
+        )
+
+    def before_academy_step(self, academy_step: int) -> None:  # noqa: B027
+        """Scripts' ``FixedUpdate`` running before the Academy step (``academy_step`` = steps
+        since the last reset)."""
+
+    def after_academy_step(self) -> None:  # noqa: B027
+        """Physics and scripts running after the Academy step (e.g. moving a ball)."""
