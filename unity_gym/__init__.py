@@ -1,3 +1,100 @@
-"""unity-gym: a modern Python side for Unity ML-Agents games."""
+"""unity-gym: a modern Python side for Unity ML-Agents games.
+
+``import unity_gym`` stays light: the public names below are imported on first access.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_LAZY_EXPORTS: dict[str, str] = {
+    "UnityEnvironment": "unity_gym.environment",
+    "ActionSpec": "unity_gym.base_env",
+    "ActionTuple": "unity_gym.base_env",
+    "BaseEnv": "unity_gym.base_env",
+    "BehaviorSpec": "unity_gym.base_env",
+    "DecisionStep": "unity_gym.base_env",
+    "DecisionSteps": "unity_gym.base_env",
+    "DimensionProperty": "unity_gym.base_env",
+    "ObservationSpec": "unity_gym.base_env",
+    "ObservationType": "unity_gym.base_env",
+    "TerminalStep": "unity_gym.base_env",
+    "TerminalSteps": "unity_gym.base_env",
+    "UnityActionException": "unity_gym.exceptions",
+    "UnityCommunicationException": "unity_gym.exceptions",
+    "UnityCommunicatorStoppedException": "unity_gym.exceptions",
+    "UnityEnvironmentException": "unity_gym.exceptions",
+    "UnityException": "unity_gym.exceptions",
+    "UnityObservationException": "unity_gym.exceptions",
+    "UnitySideChannelException": "unity_gym.exceptions",
+    "UnityTimeOutException": "unity_gym.exceptions",
+    "UnityWorkerInUseException": "unity_gym.exceptions",
+}
+
+__all__ = [
+    "ActionSpec",
+    "ActionTuple",
+    "BaseEnv",
+    "BehaviorSpec",
+    "DecisionStep",
+    "DecisionSteps",
+    "DimensionProperty",
+    "ObservationSpec",
+    "ObservationType",
+    "TerminalStep",
+    "TerminalSteps",
+    "UnityActionException",
+    "UnityCommunicationException",
+    "UnityCommunicatorStoppedException",
+    "UnityEnvironment",
+    "UnityEnvironmentException",
+    "UnityException",
+    "UnityObservationException",
+    "UnitySideChannelException",
+    "UnityTimeOutException",
+    "UnityWorkerInUseException",
+    "__version__",
+]
+
+if TYPE_CHECKING:
+    from unity_gym.base_env import (
+        ActionSpec,
+        ActionTuple,
+        BaseEnv,
+        BehaviorSpec,
+        DecisionStep,
+        DecisionSteps,
+        DimensionProperty,
+        ObservationSpec,
+        ObservationType,
+        TerminalStep,
+        TerminalSteps,
+    )
+    from unity_gym.environment import UnityEnvironment
+    from unity_gym.exceptions import (
+        UnityActionException,
+        UnityCommunicationException,
+        UnityCommunicatorStoppedException,
+        UnityEnvironmentException,
+        UnityException,
+        UnityObservationException,
+        UnitySideChannelException,
+        UnityTimeOutException,
+        UnityWorkerInUseException,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'unity_gym' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_EXPORTS))

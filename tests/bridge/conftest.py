@@ -1,0 +1,63 @@
+"""Fixtures of the bridge tests: a launchable fake game and orphan checks."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[1]
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` is a running (not zombie) process."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def group_members(group: int) -> list[int]:
+    """Live (non-zombie) processes of process group ``group``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[2] == str(group) and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def eventually(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``predicate`` until true or ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def fake_game(tmp_path: Path) -> Path:
+    """An executable ``FakeGame.x86_64`` running ``bridge_fake_game.py`` with our interpreter."""
+    build = tmp_path / "build"
+    build.mkdir()
+    launcher = build / "FakeGame.x86_64"
+    launcher.write_text(
+        "#!/bin/sh\n"
+        f'PYTHONPATH="{REPO_ROOT}" exec "{sys.executable}" "{HERE / "bridge_fake_game.py"}" "$@"\n'
+    )
+    launcher.chmod(0o755)
+    return build / "FakeGame"
