@@ -1,0 +1,72 @@
+"""Tiny behavior configs shared by the trainer tests.
+
+Test modules import these by name, so they live in a uniquely named module rather than in
+``conftest.py`` (several test folders have a ``conftest`` module).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+RunTrain = Callable[..., Path]
+
+
+def ppo_behavior(**overrides: Any) -> dict[str, Any]:
+    """A small, fast PPO behavior config (deep-merged with ``overrides``)."""
+    base: dict[str, Any] = {
+        "trainer_type": "ppo",
+        "hyperparameters": {
+            "batch_size": 32,
+            "buffer_size": 128,
+            "learning_rate": 3.0e-4,
+            "beta": 5.0e-3,
+            "epsilon": 0.2,
+            "lambd": 0.95,
+            "num_epoch": 2,
+        },
+        "network_settings": {"hidden_units": 16, "num_layers": 1, "normalize": True},
+        "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
+        "max_steps": 600,
+        "time_horizon": 32,
+        "summary_freq": 200,
+        "checkpoint_interval": 200,
+        "keep_checkpoints": 2,
+    }
+    return _merge(base, overrides)
+
+
+def sac_behavior(**overrides: Any) -> dict[str, Any]:
+    """A small, fast SAC behavior config (deep-merged with ``overrides``)."""
+    base: dict[str, Any] = {
+        "trainer_type": "sac",
+        "hyperparameters": {
+            "batch_size": 32,
+            "buffer_size": 5000,
+            "learning_rate": 1.0e-3,
+            "buffer_init_steps": 64,
+            "tau": 0.01,
+            "steps_per_update": 4.0,
+            "init_entcoef": 0.5,
+        },
+        "network_settings": {"hidden_units": 16, "num_layers": 1},
+        "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
+        "max_steps": 400,
+        "time_horizon": 16,
+        "summary_freq": 200,
+        "checkpoint_interval": 200,
+        "keep_checkpoints": 2,
+    }
+    return _merge(base, overrides)
+
+
+def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,1 @@
+"""Building blocks shared by the PPO and SAC trainers."""

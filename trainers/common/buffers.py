@@ -1,0 +1,237 @@
+"""Experience storage: the on-policy rollout (PPO) and the replay ring buffer (SAC).
+
+Both store whole env steps for all slots at once (``n`` = number of slots), so recording costs a
+few array copies per env step, not per agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ReplayBuffer", "Rollout", "RolloutBuffer", "compute_gae"]
+
+
+@dataclass
+class Rollout:
+    """A finished on-policy rollout: arrays shaped ``(T, n, ...)``.
+
+    ``next_values[t]`` is the value of the successor state of step ``t`` (0 after a terminal
+    step); ``chain_breaks[t]`` is true where the advantage recursion must not look past step
+    ``t`` (episode end, ``time_horizon`` cut, end of rollout); ``valid[t]`` is false for steps
+    whose action the environment ignored (next-step autoreset).
+    """
+
+    observations: list[np.ndarray]
+    continuous: np.ndarray | None
+    discrete: np.ndarray | None
+    masks: np.ndarray | None
+    log_probs: np.ndarray
+    values: np.ndarray
+    next_values: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    chain_breaks: np.ndarray
+    valid: np.ndarray
+
+    @property
+    def num_valid(self) -> int:
+        """Number of usable agent steps."""
+        return int(self.valid.sum())
+
+
+def compute_gae(rollout: Rollout, gamma: float, lambd: float) -> tuple[np.ndarray, np.ndarray]:
+    """Generalized advantage estimates and returns ``(T, n)`` (float32)."""
+    steps = rollout.rewards.shape[0]
+    advantages = np.zeros_like(rollout.rewards, dtype=np.float32)
+    last = np.zeros(rollout.rewards.shape[1], dtype=np.float32)
+    not_terminal = 1.0 - rollout.terminated.astype(np.float32)
+    continues = 1.0 - rollout.chain_breaks.astype(np.float32)
+    deltas = (rollout.rewards + gamma * rollout.next_values * not_terminal - rollout.values).astype(
+        np.float32
+    )
+    decay = np.float32(gamma * lambd)
+    for t in range(steps - 1, -1, -1):
+        last = deltas[t] + decay * continues[t] * last
+        advantages[t] = last
+    return advantages, advantages + rollout.values
+
+
+@dataclass
+class RolloutBuffer:
+    """Collects env steps of all slots until a rollout is complete.
+
+    Record order per env step: :meth:`add_decision` (what the policy did) then :meth:`add_outcome`
+    (what the environment answered).
+    """
+
+    time_horizon: int
+    num_slots: int
+    _steps: dict[str, list[Any]] = field(default_factory=dict)
+    _since_cut: np.ndarray = field(init=False)
+    _valid_count: int = 0
+
+    def __post_init__(self) -> None:
+        self._since_cut = np.zeros(self.num_slots, dtype=np.int64)
+        self.clear()
+
+    def clear(self) -> None:
+        """Drop all recorded steps (the horizon counters continue)."""
+        names = (
+            "observations", "continuous", "discrete", "masks", "log_probs", "values",
+            "bootstrap", "rewards", "terminated", "done", "cut", "valid",
+        )  # fmt: skip
+        self._steps = {name: [] for name in names}
+        self._valid_count = 0
+
+    @property
+    def num_valid(self) -> int:
+        """Usable agent steps recorded so far."""
+        return self._valid_count
+
+    @property
+    def num_steps(self) -> int:
+        """Env steps recorded so far."""
+        return len(self._steps["rewards"])
+
+    def add_decision(
+        self,
+        observations: list[np.ndarray],
+        continuous: np.ndarray | None,
+        discrete: np.ndarray | None,
+        masks: np.ndarray | None,
+        log_probs: np.ndarray,
+        values: np.ndarray,
+    ) -> None:
+        """Record the observations the policy saw and what it chose."""
+        steps = self._steps
+        steps["observations"].append(observations)
+        steps["continuous"].append(continuous)
+        steps["discrete"].append(discrete)
+        steps["masks"].append(masks)
+        steps["log_probs"].append(log_probs)
+        steps["values"].append(values)
+
+    def add_outcome(
+        self,
+        rewards: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        valid: np.ndarray,
+        truncation_values: np.ndarray,
+    ) -> None:
+        """Record the environment's answer to the last decision.
+
+        ``truncation_values`` holds the value of the final observation where a slot was truncated
+        (bootstrapping); other entries are ignored.
+        """
+        done = terminated | truncated
+        self._since_cut += valid
+        cut = (self._since_cut >= self.time_horizon) & ~done
+        self._since_cut[done | cut] = 0
+        bootstrap = np.where(truncated & ~terminated, truncation_values, 0.0).astype(np.float32)
+        steps = self._steps
+        steps["rewards"].append(rewards.astype(np.float32, copy=False))
+        steps["terminated"].append(terminated.copy())
+        steps["done"].append(done)
+        steps["cut"].append(cut)
+        steps["valid"].append(valid.copy())
+        steps["bootstrap"].append(bootstrap)
+        self._valid_count += int(valid.sum())
+
+    def finish(self, last_values: np.ndarray) -> Rollout:
+        """Assemble the rollout; ``last_values`` are the values of the current observations."""
+        steps = self._steps
+        values = np.stack(steps["values"]).astype(np.float32)
+        done = np.stack(steps["done"])
+        bootstrap = np.stack(steps["bootstrap"])
+        following = np.concatenate([values[1:], last_values[None].astype(np.float32)])
+        next_values = np.where(done, bootstrap, following)
+        chain_breaks = done | np.stack(steps["cut"])
+        chain_breaks[-1] = True
+        observations = [
+            np.stack([obs[i] for obs in steps["observations"]])
+            for i in range(len(steps["observations"][0]))
+        ]
+        rollout = Rollout(
+            observations=observations,
+            continuous=_stack_optional(steps["continuous"]),
+            discrete=_stack_optional(steps["discrete"]),
+            masks=_stack_optional(steps["masks"]),
+            log_probs=np.stack(steps["log_probs"]).astype(np.float32),
+            values=values,
+            next_values=next_values.astype(np.float32),
+            rewards=np.stack(steps["rewards"]),
+            terminated=np.stack(steps["terminated"]),
+            chain_breaks=chain_breaks,
+            valid=np.stack(steps["valid"]),
+        )
+        self.clear()
+        return rollout
+
+
+def _stack_optional(items: list[np.ndarray | None]) -> np.ndarray | None:
+    """Stack per-step arrays; ``None`` steps of a partly present field become all-true masks."""
+    present = next((item for item in items if item is not None), None)
+    if present is None:
+        return None
+    filler = np.ones_like(present)
+    return np.stack([filler if item is None else item for item in items])
+
+
+class ReplayBuffer:
+    """Fixed-capacity ring buffer of transitions for off-policy learning.
+
+    Arrays are allocated on the first :meth:`add` from the shapes of the data.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.size = 0
+        self._cursor = 0
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, batch: dict[str, np.ndarray]) -> None:
+        """Append ``k`` transitions (every array's first dimension is ``k``)."""
+        count = next(iter(batch.values())).shape[0]
+        if count == 0:
+            return
+        if not self._arrays:
+            self._arrays = {
+                key: np.zeros((self.capacity, *value.shape[1:]), dtype=value.dtype)
+                for key, value in batch.items()
+            }
+        if count > self.capacity:
+            batch = {key: value[-self.capacity :] for key, value in batch.items()}
+            count = self.capacity
+        indices = (self._cursor + np.arange(count)) % self.capacity
+        for key, value in batch.items():
+            self._arrays[key][indices] = value
+        self._cursor = int((self._cursor + count) % self.capacity)
+        self.size = min(self.size + count, self.capacity)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """``batch_size`` transitions drawn uniformly with replacement."""
+        indices = rng.integers(0, self.size, size=batch_size)
+        return {key: array[indices] for key, array in self._arrays.items()}
+
+    def state(self) -> dict[str, Any]:
+        """Contents for a checkpoint (the filled part, oldest first)."""
+        if self.size < self.capacity:
+            order = np.arange(self.size)
+        else:
+            order = (self._cursor + np.arange(self.capacity)) % self.capacity
+        return {key: array[order] for key, array in self._arrays.items()}
+
+    def load(self, contents: dict[str, np.ndarray]) -> None:
+        """Replace the contents with a :meth:`state` dict."""
+        self._arrays = {}
+        self.size = 0
+        self._cursor = 0
+        if contents:
+            self.add(contents)

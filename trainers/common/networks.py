@@ -1,0 +1,255 @@
+"""Policy, value and Q networks built from an observation layout and ``network_settings``.
+
+Every network encodes its inputs the same way (:class:`ObservationEncoder`): vector entries are
+(optionally) normalized by the trainer's shared :class:`ObservationNormalizer` and concatenated;
+image entries go through a convolutional encoder (``simple``: two conv layers, ``nature_cnn``:
+the three-layer DQN network) producing ``hidden_units`` features. The encoding feeds an MLP of
+``num_layers`` x ``hidden_units`` SiLU layers and a head.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from trainers.common.distributions import ActionDistribution, mask_logits
+from trainers.common.normalizer import ObservationNormalizer
+from trainers.common.spaces import ActionLayout, ObservationEntry, ObservationLayout
+from trainers.settings import ConfigError, NetworkSettings
+
+__all__ = [
+    "ObservationEncoder",
+    "PolicyNetwork",
+    "QNetwork",
+    "ValueNetwork",
+    "build_normalizer",
+    "make_adam",
+    "polyak_update",
+]
+
+# Smallest image side each encoder accepts (its convolutions need this much input).
+MIN_IMAGE_SIDE = {"simple": 20, "nature_cnn": 36}
+_HIDDEN_GAIN = math.sqrt(2.0)
+
+
+def build_normalizer(layout: ObservationLayout, normalize: bool) -> ObservationNormalizer:
+    """The shared normalizer: one running statistic per vector entry when ``normalize``."""
+    sizes: list[int | None] = [
+        entry.network_shape[0] if normalize and entry.kind == "vector" else None
+        for entry in layout.entries
+    ]
+    return ObservationNormalizer(sizes)
+
+
+def _linear(in_size: int, out_size: int, gain: float) -> nn.Linear:
+    layer = nn.Linear(in_size, out_size)
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _mlp(in_size: int, hidden_units: int, num_layers: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    size = in_size
+    for _ in range(num_layers):
+        layers += [_linear(size, hidden_units, _HIDDEN_GAIN), nn.SiLU()]
+        size = hidden_units
+    return nn.Sequential(*layers)
+
+
+def _conv_out(side: int, kernel: int, stride: int) -> int:
+    return (side - kernel) // stride + 1
+
+
+def _visual_encoder(entry: ObservationEntry, kind: str, output_size: int) -> nn.Module:
+    channels, height, width = entry.network_shape
+    minimum = MIN_IMAGE_SIDE[kind]
+    if height < minimum or width < minimum:
+        raise ConfigError(
+            f"observation {entry.name!r}: image {height}x{width} is too small for "
+            f"vis_encode_type '{kind}' (needs at least {minimum}x{minimum}); use a larger "
+            "image or another encoder."
+        )
+    # (out_channels, kernel, stride) per convolution
+    simple = [(16, 8, 4), (32, 4, 2)]
+    nature = [(32, 8, 4), (64, 4, 2), (64, 3, 1)]
+    specs = simple if kind == "simple" else nature
+    layers: list[nn.Module] = []
+    in_channels, h, w = channels, height, width
+    for out_channels, kernel, stride in specs:
+        conv = nn.Conv2d(in_channels, out_channels, kernel, stride)
+        nn.init.orthogonal_(conv.weight, _HIDDEN_GAIN)
+        assert conv.bias is not None
+        nn.init.zeros_(conv.bias)
+        layers += [conv, nn.LeakyReLU()]
+        in_channels = out_channels
+        h, w = _conv_out(h, kernel, stride), _conv_out(w, kernel, stride)
+    layers += [
+        nn.Flatten(),
+        _linear(in_channels * h * w, output_size, _HIDDEN_GAIN),
+        nn.LeakyReLU(),
+    ]
+    return nn.Sequential(*layers)
+
+
+class ObservationEncoder(nn.Module):
+    """Turns the list of network-format observation tensors into one feature vector."""
+
+    def __init__(
+        self,
+        layout: ObservationLayout,
+        settings: NetworkSettings,
+        normalizer: ObservationNormalizer,
+    ) -> None:
+        super().__init__()
+        self.normalizer = normalizer
+        self.visual_index: list[int] = []
+        encoders: list[nn.Module] = []
+        self.vector_index: list[int] = []
+        size = 0
+        for index, entry in enumerate(layout.entries):
+            if entry.kind == "image":
+                self.visual_index.append(index)
+                encoders.append(
+                    _visual_encoder(entry, settings.vis_encode_type, settings.hidden_units)
+                )
+                size += settings.hidden_units
+            else:
+                self.vector_index.append(index)
+                size += entry.network_shape[0]
+        self.visual_encoders = nn.ModuleList(encoders)
+        self.output_size = size
+
+    def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
+        """Encode a batch: ``(n, output_size)``."""
+        normalized = self.normalizer(observations)
+        parts = [normalized[i] for i in self.vector_index]
+        for index, encoder in zip(self.visual_index, self.visual_encoders, strict=True):
+            parts.append(encoder(normalized[index]))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+
+
+class PolicyNetwork(nn.Module):
+    """The actor: observations (and a discrete action mask) to an :class:`ActionDistribution`.
+
+    Args:
+        squash: SAC style (tanh-squashed actions, state-dependent standard deviation) when
+            ``True``; PPO style (clipped actions, learned state-independent log std) otherwise.
+    """
+
+    def __init__(
+        self,
+        layout: ObservationLayout,
+        action_layout: ActionLayout,
+        settings: NetworkSettings,
+        normalizer: ObservationNormalizer,
+        *,
+        squash: bool,
+    ) -> None:
+        super().__init__()
+        self.action_layout = action_layout
+        self.squash = squash
+        self.encoder = ObservationEncoder(layout, settings, normalizer)
+        self.body = _mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
+        hidden = settings.hidden_units
+        size = action_layout.continuous_size
+        self.mean_head = _linear(hidden, size, 0.01) if size else None
+        self.log_std_head = _linear(hidden, size, 0.01) if size and squash else None
+        self.log_std = nn.Parameter(torch.zeros(1, size)) if size and not squash else None
+        self.branch_sizes = list(action_layout.discrete_branches)
+        total = action_layout.discrete_size
+        self.logits_head = _linear(hidden, total, 0.01) if total else None
+
+    def forward(
+        self, observations: list[torch.Tensor], mask: torch.Tensor | None = None
+    ) -> ActionDistribution:
+        """The action distribution for a batch (``mask``: float, 1 = allowed; ``None`` = all)."""
+        hidden = self.body(self.encoder(observations))
+        mean = log_std = None
+        if self.mean_head is not None:
+            mean = self.mean_head(hidden)
+            if self.log_std_head is not None:
+                log_std = torch.clamp(self.log_std_head(hidden), -20.0, 2.0)
+            else:
+                log_std = self.log_std
+        branch_logits: list[torch.Tensor] = []
+        if self.logits_head is not None:
+            logits = self.logits_head(hidden)
+            if mask is not None:
+                logits = mask_logits(logits, mask)
+            branch_logits = list(torch.split(logits, self.branch_sizes, dim=1))
+        return ActionDistribution(mean, log_std, branch_logits, self.squash)
+
+
+class ValueNetwork(nn.Module):
+    """State-value critic ``V(s)`` (one output: the extrinsic reward stream)."""
+
+    def __init__(
+        self,
+        layout: ObservationLayout,
+        settings: NetworkSettings,
+        normalizer: ObservationNormalizer,
+    ) -> None:
+        super().__init__()
+        self.encoder = ObservationEncoder(layout, settings, normalizer)
+        self.body = _mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
+        self.head = _linear(settings.hidden_units, 1, 1.0)
+
+    def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
+        """Values ``(n,)``."""
+        return self.head(self.body(self.encoder(observations))).squeeze(-1)
+
+
+class QNetwork(nn.Module):
+    """Action-value critic for SAC.
+
+    Continuous actions are inputs (``Q(s, a)`` -> ``(n,)``); for discrete actions the network
+    outputs one value per choice of every branch (``(n, sum(branches))``).
+    """
+
+    def __init__(
+        self,
+        layout: ObservationLayout,
+        action_layout: ActionLayout,
+        settings: NetworkSettings,
+        normalizer: ObservationNormalizer,
+    ) -> None:
+        super().__init__()
+        self.continuous = action_layout.has_continuous
+        self.encoder = ObservationEncoder(layout, settings, normalizer)
+        extra = action_layout.continuous_size if self.continuous else 0
+        self.body = _mlp(
+            self.encoder.output_size + extra, settings.hidden_units, settings.num_layers
+        )
+        outputs = 1 if self.continuous else action_layout.discrete_size
+        self.head = _linear(settings.hidden_units, outputs, 1.0)
+
+    def forward(
+        self, observations: list[torch.Tensor], actions: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """``Q(s, a)`` ``(n,)`` for continuous actions, else all choices ``(n, sum(branches))``."""
+        features = self.encoder(observations)
+        if self.continuous:
+            assert actions is not None
+            features = torch.cat([features, actions], dim=1)
+            return self.head(self.body(features)).squeeze(-1)
+        return self.head(self.body(features))
+
+
+def make_adam(
+    parameters: list[nn.Parameter], learning_rate: float, device: torch.device, eps: float = 1e-8
+) -> torch.optim.Adam:
+    """Adam with the fastest implementation available on ``device`` (fused on CPU and CUDA)."""
+    fused = device.type in ("cpu", "cuda")
+    return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, fused=fused)
+
+
+@torch.no_grad()
+def polyak_update(source: nn.Module, target: nn.Module, tau: float) -> None:
+    """``target <- tau * source + (1 - tau) * target`` for every parameter."""
+    source_params: list[torch.Tensor] = list(source.parameters())
+    target_params: list[torch.Tensor] = list(target.parameters())
+    torch._foreach_mul_(target_params, 1.0 - tau)
+    torch._foreach_add_(target_params, source_params, alpha=tau)

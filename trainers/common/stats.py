@@ -1,0 +1,104 @@
+"""Per-behavior statistics: TensorBoard scalars and the console summary line.
+
+Values are accumulated between summaries (from the env loop and, with ``threaded: true``, from
+the trainer thread) and written every ``summary_freq`` steps as their mean, ML-Agents style
+(one line)::
+
+    [INFO] 3DBall. Step: 12000. Time Elapsed: 35.2 s. Mean Reward: 1.234.
+    Std of Reward: 0.500. Training.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from torch.utils.tensorboard import SummaryWriter
+
+__all__ = ["CUMULATIVE_REWARD", "EPISODE_LENGTH", "StatsReporter"]
+
+logger = logging.getLogger("trainers")
+
+CUMULATIVE_REWARD = "Environment/Cumulative Reward"
+EPISODE_LENGTH = "Environment/Episode Length"
+
+
+class StatsReporter:
+    """Collects scalar statistics for one behavior and writes periodic summaries.
+
+    Args:
+        behavior_name: shown in console lines.
+        log_dir: TensorBoard event files go here (``<run>/<behavior>``).
+        start_time: ``time.monotonic()`` at the start of training (for "Time Elapsed").
+    """
+
+    def __init__(self, behavior_name: str, log_dir: Path, start_time: float) -> None:
+        self.behavior_name = behavior_name
+        self.start_time = start_time
+        self._writer = SummaryWriter(log_dir=str(log_dir))
+        self._values: dict[str, list[float]] = defaultdict(list)
+        self._lock = threading.Lock()
+        self.last_mean_reward: float | None = None
+
+    def add(self, key: str, value: float) -> None:
+        """Record one value of ``key`` (averaged at the next summary)."""
+        with self._lock:
+            self._values[key].append(float(value))
+
+    def add_many(self, values: dict[str, float]) -> None:
+        """Record several values at once."""
+        with self._lock:
+            for key, value in values.items():
+                self._values[key].append(float(value))
+
+    def add_episode(self, reward: float, length: int) -> None:
+        """Record a finished episode's cumulative reward and length."""
+        with self._lock:
+            self._values[CUMULATIVE_REWARD].append(float(reward))
+            self._values[EPISODE_LENGTH].append(float(length))
+
+    def add_text(self, tag: str, text: str) -> None:
+        """Write a text entry (e.g. the hyperparameters) to TensorBoard."""
+        self._writer.add_text(tag, text)
+
+    def write_summary(self, step: int, training: bool) -> None:
+        """Write the means of everything recorded since the last summary, then reset."""
+        with self._lock:
+            values = dict(self._values)
+            self._values.clear()
+        rewards = values.get(CUMULATIVE_REWARD, [])
+        for key, items in values.items():
+            if items:
+                self._writer.add_scalar(key, float(np.mean(items)), step)
+        self._writer.add_scalar("Is Training", 1.0 if training else 0.0, step)
+        self._writer.flush()
+        elapsed = time.monotonic() - self.start_time
+        mode = "Training." if training else "Not Training."
+        if rewards:
+            self.last_mean_reward = float(np.mean(rewards))
+            logger.info(
+                "%s. Step: %d. Time Elapsed: %.1f s. Mean Reward: %.3f. Std of Reward: %.3f. %s",
+                self.behavior_name,
+                step,
+                elapsed,
+                self.last_mean_reward,
+                float(np.std(rewards)),
+                mode,
+            )
+        else:
+            logger.info(
+                "%s. Step: %d. Time Elapsed: %.1f s. No episode was completed since last "
+                "summary. %s",
+                self.behavior_name,
+                step,
+                elapsed,
+                mode,
+            )
+
+    def close(self) -> None:
+        """Flush and close the event file."""
+        self._writer.close()

@@ -1,0 +1,328 @@
+"""The trainer of one behavior: acting, recording, updating, summaries and checkpoints.
+
+Concrete trainers (:mod:`trainers.ppo`, :mod:`trainers.sac`) implement the algorithm; this base
+class owns what they share:
+
+* step counting (agent steps, summed over slots) and ``max_steps``;
+* ``threaded: true``: updates run in one background thread while the environment keeps
+  stepping. Networks are guarded by :attr:`Trainer.model_lock`, taken per forward pass when
+  acting and per gradient step when learning, so acting interleaves with an update;
+* summaries every ``summary_freq`` steps and checkpoints every ``checkpoint_interval`` steps
+  (atomic files; see :mod:`trainers.common.checkpoints`);
+* checkpoint state: module and optimizer state dicts plus counters, loadable with
+  ``torch.load(weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from trainers.common.checkpoints import CheckpointManager
+from trainers.common.networks import PolicyNetwork
+from trainers.common.onnx_export import export_policy
+from trainers.common.spaces import ActionLayout, ObservationLayout
+from trainers.common.stats import StatsReporter
+from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.settings import ConfigError, TrainerSettings
+from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
+
+__all__ = ["CHECKPOINT_FORMAT", "CheckpointMismatchError", "Trainer", "TrainerContext"]
+
+logger = logging.getLogger("trainers")
+
+CHECKPOINT_FORMAT = "unity-train-checkpoint/1"
+
+
+class CheckpointMismatchError(ConfigError):
+    """A checkpoint does not fit the trainer (other algorithm, observations or actions)."""
+
+
+@dataclass
+class TrainerContext:
+    """Everything a trainer needs from the run besides its settings.
+
+    Attributes:
+        artifact_dir: ``<run>/<behavior>``: event files and checkpoints.
+        checkpoints: ``None`` in inference mode (nothing is saved).
+    """
+
+    behavior_name: str
+    settings: TrainerSettings
+    observation_layout: ObservationLayout
+    action_layout: ActionLayout
+    num_slots: int
+    device: torch.device
+    seed: int
+    training: bool
+    artifact_dir: Path
+    stats: StatsReporter
+    checkpoints: CheckpointManager | None
+
+
+class Trainer(ABC):
+    """Base class of a behavior's trainer (see the module docstring)."""
+
+    trainer_type: ClassVar[str]
+    # PPO must not collect a second rollout before the previous update is applied; SAC may.
+    wait_for_running_update: ClassVar[bool]
+    policy: PolicyNetwork
+
+    def __init__(self, context: TrainerContext) -> None:
+        self.context = context
+        self.settings = context.settings
+        self.behavior_name = context.behavior_name
+        self.device = context.device
+        self.training = context.training
+        self.step = 0
+        self.update_count = 0
+        self.model_lock = threading.Lock()
+        self.rng = np.random.default_rng(context.seed)
+        self._executor: ThreadPoolExecutor | None = None
+        if self.settings.threaded and self.training:
+            self._executor = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix=f"trainer-{context.behavior_name}"
+            )
+        self._pending: Future[None] | None = None
+        self._thread_trees: list[dict[str, Any]] = []
+        self._thread_trees_lock = threading.Lock()
+        self._next_summary = self.settings.summary_freq
+        self._next_checkpoint = self.settings.checkpoint_interval
+
+    # -- algorithm interface ---------------------------------------------------------------
+
+    @abstractmethod
+    def decide(self, step: BehaviorStep) -> PolicyDecision:
+        """Choose actions for every slot from ``step.observations`` (and record them)."""
+
+    @abstractmethod
+    def observe(self, step: BehaviorStep) -> None:
+        """Record the environment's answer to the last :meth:`decide`."""
+
+    @abstractmethod
+    def _update_ready(self) -> bool:
+        """Whether enough experience is there for an update."""
+
+    @abstractmethod
+    def _take_update_job(self) -> Callable[[], None]:
+        """Detach the experience needed by the next update and return the update to run."""
+
+    @abstractmethod
+    def modules(self) -> dict[str, nn.Module]:
+        """Named networks saved in checkpoints (and loaded by ``--initialize-from``)."""
+
+    @abstractmethod
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        """Named optimizers saved in checkpoints."""
+
+    def extra_state(self) -> dict[str, Any]:
+        """Algorithm-specific counters to save (tensors, numbers, strings)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`extra_state` saved."""
+        del state
+
+    def save_auxiliary(self, directory: Path) -> None:
+        """Write extra files next to the checkpoint (e.g. SAC's replay buffer)."""
+        del directory
+
+    def load_auxiliary(self, directory: Path) -> None:
+        """Read what :meth:`save_auxiliary` wrote."""
+        del directory
+
+    # -- progress --------------------------------------------------------------------------
+
+    @property
+    def is_done(self) -> bool:
+        """Whether ``max_steps`` has been reached."""
+        return self.step >= self.settings.max_steps
+
+    def record_episodes(self, step: BehaviorStep) -> None:
+        """Feed finished episodes to the statistics."""
+        for reward, length in step.episodes:
+            self.context.stats.add_episode(reward, length)
+
+    def advance(self) -> None:
+        """Run (or hand to the trainer thread) an update if enough experience is there."""
+        self._collect_finished_update()
+        if not self.training or not self._update_ready():
+            return
+        if self._pending is not None:
+            if not self.wait_for_running_update:
+                return
+            with hierarchical_timer("wait_for_update"):
+                self._pending.result()
+            self._pending = None
+        job = self._take_update_job()
+        logger.debug("%s: %s update at step %d", self.behavior_name, self.trainer_type, self.step)
+        if self._executor is None:
+            with hierarchical_timer(f"{self.trainer_type}_update"):
+                job()
+        else:
+            self._pending = self._executor.submit(self._threaded_job, job)
+
+    def wait_for_updates(self) -> None:
+        """Block until a running background update has finished (re-raising its error)."""
+        if self._pending is not None:
+            future, self._pending = self._pending, None
+            future.result()
+
+    def _collect_finished_update(self) -> None:
+        if self._pending is not None and self._pending.done():
+            future, self._pending = self._pending, None
+            future.result()  # re-raise a failure of the trainer thread here
+
+    def _threaded_job(self, job: Callable[[], None]) -> None:
+        with hierarchical_timer(f"{self.trainer_type}_update"):
+            job()
+        tree = get_timer_tree()
+        reset_timers()
+        with self._thread_trees_lock:
+            self._thread_trees.append(tree)
+
+    def take_thread_timer_trees(self) -> list[dict[str, Any]]:
+        """Timer trees recorded in the trainer thread since the last call."""
+        with self._thread_trees_lock:
+            trees, self._thread_trees = self._thread_trees, []
+        return trees
+
+    def maybe_write_summary(self) -> None:
+        """Write a summary if ``summary_freq`` steps have passed since the last one."""
+        if self.step >= self._next_summary:
+            freq = self.settings.summary_freq
+            self._next_summary = (self.step // freq + 1) * freq
+            self.context.stats.write_summary(self.step, training=self.training)
+
+    def maybe_checkpoint(self) -> None:
+        """Save a checkpoint if ``checkpoint_interval`` steps have passed since the last one."""
+        if self.step >= self._next_checkpoint and not self.is_done:  # done: final save follows
+            interval = self.settings.checkpoint_interval
+            self._next_checkpoint = (self.step // interval + 1) * interval
+            self.save_checkpoint()
+
+    def _reset_schedules_after_load(self) -> None:
+        freq, interval = self.settings.summary_freq, self.settings.checkpoint_interval
+        self._next_summary = (self.step // freq + 1) * freq
+        self._next_checkpoint = (self.step // interval + 1) * interval
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """A consistent snapshot of everything a checkpoint holds (taken under the model lock)."""
+        with self.model_lock:
+            state = {
+                "format": CHECKPOINT_FORMAT,
+                "behavior_name": self.behavior_name,
+                "trainer_type": self.trainer_type,
+                "step": int(self.step),
+                "update_count": int(self.update_count),
+                "modules": {name: m.state_dict() for name, m in self.modules().items()},
+                "optimizers": {name: o.state_dict() for name, o in self.optimizers().items()},
+                "extra": self.extra_state(),
+                "torch_rng_state": torch.get_rng_state(),
+            }
+            return copy.deepcopy(state)
+
+    def load_state_dict(self, state: dict[str, Any], *, restore_progress: bool) -> None:
+        """Load a checkpoint: networks always; optimizers and counters if ``restore_progress``.
+
+        Raises:
+            CheckpointMismatchError: the checkpoint is from another algorithm or its networks
+                have other shapes.
+        """
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise CheckpointMismatchError(
+                f"not a unity-train checkpoint (format {state.get('format')!r})."
+            )
+        if state.get("trainer_type") != self.trainer_type:
+            raise CheckpointMismatchError(
+                f"the checkpoint was trained with {state.get('trainer_type')!r} but behavior "
+                f"{self.behavior_name} uses {self.trainer_type!r}; use a checkpoint of the "
+                "same trainer_type."
+            )
+        with self.model_lock:
+            for name, module in self.modules().items():
+                try:
+                    module.load_state_dict(state["modules"][name])
+                except (KeyError, RuntimeError) as exc:
+                    raise CheckpointMismatchError(
+                        f"network {name!r} of the checkpoint does not fit behavior "
+                        f"{self.behavior_name} (different observations, actions or "
+                        f"network_settings?): {exc}"
+                    ) from exc
+            if restore_progress:
+                for name, optimizer in self.optimizers().items():
+                    optimizer.load_state_dict(state["optimizers"][name])
+                self.step = int(state["step"])
+                self.update_count = int(state["update_count"])
+                self.load_extra_state(state.get("extra", {}))
+                rng_state = state.get("torch_rng_state")
+                if isinstance(rng_state, torch.Tensor):
+                    torch.set_rng_state(rng_state)
+        if restore_progress:
+            self._reset_schedules_after_load()
+
+    def save_checkpoint(self, *, final: bool = False) -> Path | None:
+        """Write a checkpoint now (and its ONNX model); ``None`` in inference mode."""
+        manager = self.context.checkpoints
+        if manager is None:
+            return None
+        with hierarchical_timer("save_checkpoint"):
+            state = self.state_dict()
+            path = manager.save(
+                state,
+                self.step,
+                lambda onnx_path: self.export_onnx(onnx_path, state["modules"]["policy"]),
+                self.context.stats.last_mean_reward,
+                final=final,
+            )
+            self.save_auxiliary(manager.directory)
+        logger.info("Exported %s", path.with_suffix(".onnx"))
+        return path
+
+    def export_onnx(self, path: Path, policy_state: dict[str, Any] | None = None) -> None:
+        """Export the policy to ``path`` (ML-Agents tensor names).
+
+        Args:
+            policy_state: weights to export (e.g. those of the checkpoint being written, so the
+                ``.pt`` and ``.onnx`` files match even while a trainer thread keeps learning);
+                the current weights when ``None``.
+        """
+        with self.model_lock:
+            snapshot = copy.deepcopy(self.policy)
+        if policy_state is not None:
+            snapshot.load_state_dict(policy_state)
+        export_policy(snapshot, self.context.observation_layout, path)
+
+    def close(self) -> None:
+        """Stop the trainer thread (after its running update) and close the statistics."""
+        try:
+            self.wait_for_updates()
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+            self.context.stats.close()
+
+    # -- helpers for subclasses ------------------------------------------------------------
+
+    def tensors(self, observations: Sequence[np.ndarray | torch.Tensor]) -> list[torch.Tensor]:
+        """Raw observation batches to network-format tensors on the trainer's device."""
+        return self.context.observation_layout.to_tensors(observations, self.device)
+
+    def mask_tensor(self, mask: np.ndarray | None) -> torch.Tensor | None:
+        """A bool action mask ``(n, choices)`` as the float tensor the policy takes."""
+        if mask is None:
+            return None
+        return torch.as_tensor(mask, device=self.device).to(torch.float32)

@@ -1,0 +1,185 @@
+"""The one place where training environments are constructed.
+
+Trainers only use the public Gymnasium vector API, so any environment reachable through
+``gymnasium.make_vec`` can be trained:
+
+* a plain Gymnasium id (``--gym-id CartPole-v1`` or ``--env gym:CartPole-v1``):
+  ``num_envs`` synchronous copies with same-step autoreset;
+* a Unity game (``--env path/to/build`` or ``--scene 3DBall``): ``gymnasium.make_vec(
+  "unity_gym:Unity-v0", num_envs=None, num_processes=N, ...)`` through the id's vector entry
+  point, whose slots are every agent of every game process (``--num-envs`` is the number of game
+  processes, as in ``mlagents-learn``). If the id has no vector entry point, ``N`` single-agent
+  games are vectorized synchronously instead (one training area each).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from trainers.settings import ConfigError, RunOptions
+
+__all__ = ["EnvironmentSetupError", "TrainingEnvironment", "make_training_env"]
+
+logger = logging.getLogger(__name__)
+
+UNITY_ENV_ID = "unity_gym:Unity-v0"
+
+
+class EnvironmentSetupError(ConfigError):
+    """The environment could not be created (unknown id, missing build, bad option)."""
+
+
+@dataclass
+class TrainingEnvironment:
+    """A vector environment ready for training.
+
+    Attributes:
+        env: the vector environment (one slot per agent).
+        behavior_candidates: names to look the behavior up by in the configuration, in order
+            of preference (the environment's own name first).
+        description: a human-readable description for logs.
+    """
+
+    env: VectorEnv
+    behavior_candidates: list[str]
+    description: str
+
+
+def make_training_env(options: RunOptions, seed: int, log_folder: Path) -> TrainingEnvironment:
+    """Create the environment selected by ``options.env_settings``.
+
+    Raises:
+        EnvironmentSetupError: no environment selected, or it could not be created.
+    """
+    env_settings = options.env_settings
+    if env_settings.gym_id is not None:
+        return _make_gymnasium_env(env_settings.gym_id, env_settings.num_envs, options)
+    if env_settings.env_path is not None or env_settings.scene is not None:
+        return _make_unity_env(options, seed, log_folder)
+    raise EnvironmentSetupError(
+        "no environment selected: pass --env PATH (a Unity build), --scene NAME (a built-in "
+        "scene) or --gym-id ID (a Gymnasium environment), or set env_settings.env_path / "
+        "scene / gym_id in the config file."
+    )
+
+
+def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> TrainingEnvironment:
+    if options.environment_parameters:
+        logger.warning(
+            "environment_parameters are sent to Unity games only; they are ignored for the "
+            "Gymnasium environment %s.",
+            gym_id,
+        )
+    try:
+        env = gymnasium.make_vec(
+            gym_id,
+            num_envs=num_envs,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+        )
+    except gymnasium.error.Error as exc:
+        raise EnvironmentSetupError(
+            f"cannot create Gymnasium environment {gym_id!r}: {exc}"
+        ) from exc
+    except ModuleNotFoundError as exc:
+        raise EnvironmentSetupError(
+            f"cannot create Gymnasium environment {gym_id!r}: {exc}; install the package "
+            "that provides it."
+        ) from exc
+    name = gym_id.split(":")[-1]
+    candidates = [gym_id, name, name.rsplit("-v", 1)[0]]
+    return TrainingEnvironment(env, list(dict.fromkeys(candidates)), f"Gymnasium {gym_id}")
+
+
+def _make_unity_env(options: RunOptions, seed: int, log_folder: Path) -> TrainingEnvironment:
+    env_settings = options.env_settings
+    engine = options.engine_settings
+    kwargs: dict[str, Any] = {
+        "no_graphics": engine.no_graphics,
+        "time_scale": engine.time_scale,
+        "width": engine.width,
+        "height": engine.height,
+        "quality_level": engine.quality_level,
+        "target_frame_rate": engine.target_frame_rate,
+        "capture_frame_rate": engine.capture_frame_rate,
+        "env_params": options.env_params(),
+        "seed": seed,
+        "timeout_wait": env_settings.timeout_wait,
+        "num_areas": env_settings.num_areas,
+        "log_folder": str(log_folder),
+    }
+    if env_settings.env_args:
+        kwargs["additional_args"] = list(env_settings.env_args)
+    if env_settings.env_path is not None:
+        kwargs["file_name"] = env_settings.env_path
+        what = f"Unity build {env_settings.env_path}"
+    else:
+        kwargs["scene"] = env_settings.scene
+        what = f"built-in scene {env_settings.scene}"
+    processes = env_settings.num_envs
+    try:
+        spec = _registered_spec(UNITY_ENV_ID)
+        if spec.vector_entry_point is not None:
+            # every agent of every game process is a slot
+            if env_settings.base_port is not None:
+                kwargs["base_port"] = env_settings.base_port
+            env = gymnasium.make_vec(
+                UNITY_ENV_ID,
+                num_envs=None,  # type: ignore[arg-type]  # slots = all agents of all processes
+                num_processes=processes,
+                autoreset_mode=AutoresetMode.SAME_STEP,
+                max_lifetime_restarts=env_settings.max_lifetime_restarts,
+                restarts_rate_limit_n=env_settings.restarts_rate_limit_n,
+                restarts_rate_limit_period_s=env_settings.restarts_rate_limit_period_s,
+                **kwargs,
+            )
+        else:
+            # no multi-agent vector env available: one single-agent game per slot
+            if env_settings.base_port is not None:
+                if processes > 1:
+                    logger.warning("base_port is ignored with several games; free ports are used.")
+                else:
+                    kwargs["base_port"] = env_settings.base_port
+            env = gymnasium.make_vec(
+                UNITY_ENV_ID,
+                num_envs=processes,
+                vectorization_mode="sync",
+                vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+                **kwargs,
+            )
+    except gymnasium.error.Error as exc:
+        raise EnvironmentSetupError(f"cannot create the Unity environment ({what}): {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
+    reported = _reported_behavior_name(env)
+    candidates = [reported.split("?team=")[0], reported] if reported else []
+    return TrainingEnvironment(env, list(dict.fromkeys(candidates)), what)
+
+
+def _registered_spec(env_id: str) -> gymnasium.envs.registration.EnvSpec:
+    """The spec of ``module:Id``, importing ``module`` first (as ``gymnasium.make`` does)."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise EnvironmentSetupError(f"cannot import {module!r} for {env_id}: {exc}") from exc
+    return gymnasium.spec(name)
+
+
+def _reported_behavior_name(env: VectorEnv) -> str | None:
+    """The behavior name the vector env (or its first sub-environment) reports, if any."""
+    name = getattr(env.unwrapped, "behavior_name", None)
+    if name is None and hasattr(env, "get_attr"):
+        try:
+            name = env.get_attr("behavior_name")[0]
+        except (AttributeError, IndexError):
+            name = None
+    return str(name) if name else None

@@ -1,0 +1,312 @@
+"""Assembles a training run from resolved options: run folder, environment, trainers, loop.
+
+:func:`run_training` is what ``unity-train`` runs after parsing its arguments; it can be called
+directly with a :class:`~trainers.settings.RunOptions`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+import gymnasium
+import numpy as np
+import torch
+
+import unity_gym
+from trainers.common.checkpoints import (
+    LATEST_NAME,
+    CheckpointManager,
+    TrainingStatus,
+    atomic_write,
+    load_checkpoint,
+)
+from trainers.common.progress import ProgressBar
+from trainers.common.stats import StatsReporter
+from trainers.common.trainer import Trainer, TrainerContext
+from trainers.env_manager import VectorEnvManager
+from trainers.envs import TrainingEnvironment, make_training_env
+from trainers.ppo.trainer import PPOTrainer
+from trainers.run_directory import RunDirectory, RunDirectoryError, behavior_dir_name
+from trainers.sac.trainer import SACTrainer
+from trainers.settings import ConfigError, RunOptions, TrainerSettings
+from trainers.trainer_controller import TrainerController
+from unity_gym.timers import add_metadata, reset_timers, write_timer_tree
+
+__all__ = ["TRAINER_TYPES", "resolve_behavior_name", "run_training"]
+
+logger = logging.getLogger("trainers")
+
+TRAINER_TYPES: dict[str, type[Trainer]] = {"ppo": PPOTrainer, "sac": SACTrainer}
+
+
+def run_training(
+    options: RunOptions, command_line: Sequence[str], progress_stream: TextIO | None = None
+) -> None:
+    """Train as configured by ``options`` (blocking until done or interrupted).
+
+    Args:
+        options: the resolved configuration (see :func:`trainers.settings.parse_run_options`).
+        command_line: recorded in ``timers.json`` metadata.
+        progress_stream: where the progress bar draws (default stderr; drawn only on a TTY).
+
+    Raises:
+        ConfigError: invalid settings, run-folder conflicts, unusable environment or checkpoint.
+    """
+    start_wall = time.time()
+    start = time.monotonic()
+    reset_timers()
+    _record_metadata(command_line, start_wall)
+    seed = options.env_settings.seed
+    if seed == -1:
+        seed = random.randint(0, 9999)
+        logger.info("run seed: %d (set --seed to reproduce)", seed)
+    torch.manual_seed(seed)
+    device = _device(options.torch_settings.device)
+    _configure_threads(device)
+    run = RunDirectory.prepare(options.checkpoint_settings)
+    try:
+        controller = _set_up(options, run, seed, device, start, progress_stream)
+    except BaseException:
+        run.discard_if_new(options.checkpoint_settings)  # nothing was trained
+        raise
+    try:
+        with _stop_on_sigint(controller):
+            controller.run()
+    finally:
+        try:
+            controller.close()
+        finally:
+            add_metadata("end_time_seconds", str(int(time.time())))
+            write_timer_tree(run.timers_path)
+
+
+def _set_up(
+    options: RunOptions,
+    run: RunDirectory,
+    seed: int,
+    device: torch.device,
+    start: float,
+    progress_stream: TextIO | None,
+) -> TrainerController:
+    """Write the run's configuration, create the environment and the trainer."""
+    with atomic_write(run.configuration_path) as handle:
+        handle.write(options.to_yaml().encode("utf-8"))
+    status = TrainingStatus(run.status_path, _versions())
+    if options.checkpoint_settings.resume:
+        status.load()
+    status.save()
+    training_env = make_training_env(options, seed, run.run_logs)
+    try:
+        behavior = resolve_behavior_name(options, training_env)
+        settings = options.trainer_settings_for(behavior)
+        manager = VectorEnvManager(training_env.env, behavior)
+        logger.info(
+            "Training %s (%s, %d slot(s)) with %s; results in %s",
+            behavior,
+            training_env.description,
+            manager.num_slots,
+            settings.trainer_type.upper(),
+            run.root,
+        )
+        trainer = _build_trainer(
+            options, behavior, settings, manager, run, status, device, seed, start
+        )
+        try:
+            _load_initial_state(options, trainer, run)
+        except BaseException:
+            trainer.close()
+            raise
+    except BaseException:
+        training_env.env.close()
+        raise
+    return TrainerController(
+        manager,
+        {behavior: trainer},
+        run.root,
+        {behavior: behavior_dir_name(behavior)},
+        seed,
+        ProgressBar(settings.max_steps, progress_stream),
+    )
+
+
+def resolve_behavior_name(options: RunOptions, training_env: TrainingEnvironment) -> str:
+    """The configuration key of the environment's behavior.
+
+    The first candidate found in ``behaviors`` wins. A Gymnasium environment has no behavior
+    name of its own, so a config with exactly one behavior applies to it whatever its key.
+    Otherwise the first candidate is used with ``default_settings`` (or ML-Agents' defaults).
+    """
+    candidates = training_env.behavior_candidates
+    for name in candidates:
+        if name in options.behaviors:
+            return name
+    from_gymnasium = options.env_settings.gym_id is not None
+    if len(options.behaviors) == 1 and (from_gymnasium or not candidates):
+        return next(iter(options.behaviors))
+    if not candidates:
+        raise ConfigError(
+            "the environment did not report a behavior name; list exactly one behavior under "
+            "'behaviors:'."
+        )
+    return candidates[0]
+
+
+def _build_trainer(
+    options: RunOptions,
+    behavior: str,
+    settings: TrainerSettings,
+    manager: VectorEnvManager,
+    run: RunDirectory,
+    status: TrainingStatus,
+    device: torch.device,
+    seed: int,
+    start: float,
+) -> Trainer:
+    training = not options.checkpoint_settings.inference
+    directory = run.behavior_dir(behavior)
+    directory.mkdir(parents=True, exist_ok=True)
+    stats = StatsReporter(behavior, directory, start)
+    stats.add_text("Hyperparameters", f"```\n{options.to_yaml()}\n```")
+    checkpoints = None
+    if training:
+        checkpoints = CheckpointManager(
+            directory, behavior_dir_name(behavior), settings.keep_checkpoints, status, behavior
+        )
+    context = TrainerContext(
+        behavior_name=behavior,
+        settings=settings,
+        observation_layout=manager.observation_layout,
+        action_layout=manager.action_layout,
+        num_slots=manager.num_slots,
+        device=device,
+        seed=seed,
+        training=training,
+        artifact_dir=directory,
+        stats=stats,
+        checkpoints=checkpoints,
+    )
+    return TRAINER_TYPES[settings.trainer_type](context)
+
+
+def _load_initial_state(options: RunOptions, trainer: Trainer, run: RunDirectory) -> None:
+    """Restore ``--resume`` / ``--initialize-from`` / ``init_path`` state into ``trainer``."""
+    checkpoint_settings = options.checkpoint_settings
+    name = trainer.behavior_name
+    if checkpoint_settings.resume:
+        path = run.behavior_dir(name) / LATEST_NAME
+        if checkpoint_settings.inference:  # act for max_steps more steps with the saved model
+            trainer.load_state_dict(_read(path, "--resume"), restore_progress=False)
+            logger.info("Loaded %s for inference (%s).", name, path)
+            return
+        trainer.load_state_dict(_read(path, "--resume"), restore_progress=True)
+        trainer.load_auxiliary(run.behavior_dir(name))
+        logger.info("Resuming %s from step %d (%s).", name, trainer.step, path)
+        return
+    source: Path | None = None
+    if checkpoint_settings.initialize_from is not None:
+        source_run = Path(checkpoint_settings.results_dir) / checkpoint_settings.initialize_from
+        source = source_run / behavior_dir_name(name) / LATEST_NAME
+        what = f"--initialize-from {checkpoint_settings.initialize_from}"
+    elif trainer.settings.init_path is not None:
+        source = Path(trainer.settings.init_path)
+        if source.is_dir():
+            source = source / LATEST_NAME
+        what = f"behaviors.{name}.init_path"
+    if source is not None:
+        trainer.load_state_dict(_read(source, what), restore_progress=False)
+        logger.info("Initialized %s from %s.", name, source)
+    elif checkpoint_settings.inference:
+        logger.warning(
+            "Inference mode without --resume or --initialize-from: the policy is untrained."
+        )
+
+
+def _read(path: Path, what: str) -> dict[str, object]:
+    try:
+        return load_checkpoint(path)
+    except FileNotFoundError:
+        raise RunDirectoryError(f"{what}: no checkpoint at {path}.") from None
+    except ValueError as exc:
+        raise RunDirectoryError(f"{what}: {exc}") from exc
+
+
+def _device(name: str | None) -> torch.device:
+    if name is None:
+        return torch.device("cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as exc:
+        raise ConfigError(f"torch_settings.device: {name!r} is not a torch device: {exc}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(
+            f"torch_settings.device: {name!r} requested but CUDA is not available; use cpu."
+        )
+    return device
+
+
+def _configure_threads(device: torch.device) -> None:
+    """One intra-op thread on CPU unless ``OMP_NUM_THREADS`` says otherwise.
+
+    The networks are small and the environment competes for the same cores: with more threads,
+    torch's thread pool spins against the environment and every update gets slower (10-20x was
+    measured with 2 threads on a busy 2-core machine).
+    """
+    if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)
+
+
+def _versions() -> dict[str, str]:
+    return {
+        "unity_gym_version": unity_gym.__version__,
+        "torch_version": torch.__version__,
+    }
+
+
+def _record_metadata(command_line: Sequence[str], start_wall: float) -> None:
+    add_metadata("start_time_seconds", str(int(start_wall)))
+    add_metadata("command_line_arguments", " ".join(command_line))
+    add_metadata("python_version", platform.python_version())
+    add_metadata("unity_gym_version", unity_gym.__version__)
+    add_metadata("pytorch_version", torch.__version__)
+    add_metadata("numpy_version", np.__version__)
+    add_metadata("gymnasium_version", gymnasium.__version__)
+
+
+@contextmanager
+def _stop_on_sigint(controller: TrainerController) -> Iterator[None]:
+    """First Ctrl-C: finish the step, save and stop. Second Ctrl-C: abort at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    presses = 0
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            raise KeyboardInterrupt
+        print(
+            "\n[INFO] Ctrl-C: stopping after this step and saving the models "
+            "(press Ctrl-C again to abort without saving).",
+            file=sys.stderr,
+            flush=True,
+        )
+        controller.request_stop()
+
+    previous = signal.signal(signal.SIGINT, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,7 @@
+"""Proximal Policy Optimization."""
+
+from __future__ import annotations
+
+from trainers.ppo.trainer import PPOTrainer
+
+__all__ = ["PPOTrainer"]

@@ -1,0 +1,275 @@
+"""Proximal Policy Optimization (clipped surrogate), ML-Agents' hyperparameters.
+
+One update, in order:
+
+1. the rollout (``buffer_size`` agent steps over all slots) is closed with the values of the
+   current observations; generalized advantage estimation runs per slot, cut at episode ends,
+   every ``time_horizon`` steps and at the end of the rollout, bootstrapping from the value of
+   the next observation unless the episode terminated (a truncated episode bootstraps from its
+   final observation);
+2. advantages are normalized over the rollout;
+3. ``num_epoch`` passes over shuffled minibatches of ``batch_size``: clipped surrogate loss,
+   value loss with the value change clipped to ``epsilon``, entropy bonus ``beta``; one Adam
+   optimizer for policy and critic; gradients clipped to norm 0.5;
+4. the observation normalizer absorbs the rollout's observations (after the update, so the
+   stored log-probabilities and values match the network that produced them).
+
+Learning rate, ``epsilon`` and ``beta`` follow their schedules over ``max_steps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from trainers.common.buffers import Rollout, RolloutBuffer, compute_gae
+from trainers.common.networks import PolicyNetwork, ValueNetwork, build_normalizer, make_adam
+from trainers.common.schedules import Schedule
+from trainers.common.trainer import Trainer, TrainerContext
+from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.settings import PPOHyperparameters
+from unity_gym.timers import hierarchical_timer
+
+__all__ = ["PPOTrainer"]
+
+MAX_GRAD_NORM = 0.5
+VALUE_LOSS_COEF = 0.5
+# Floors of the linear schedules (ML-Agents' values).
+MIN_LEARNING_RATE = 1e-10
+MIN_EPSILON = 0.1
+MIN_BETA = 1e-5
+
+
+class PPOTrainer(Trainer):
+    """PPO for one behavior (see the module docstring)."""
+
+    trainer_type = "ppo"
+    wait_for_running_update = True
+
+    def __init__(self, context: TrainerContext) -> None:
+        super().__init__(context)
+        hyper = self.settings.hyperparameters
+        assert isinstance(hyper, PPOHyperparameters)
+        self.hyper = hyper
+        net = self.settings.network_settings
+        layout = context.observation_layout
+        self.normalizer = build_normalizer(layout, net.normalize)
+        self.policy = PolicyNetwork(
+            layout, context.action_layout, net, self.normalizer, squash=False
+        ).to(self.device)
+        self.critic = ValueNetwork(layout, net, self.normalizer).to(self.device)
+        self.parameters = [*self.policy.parameters(), *self.critic.parameters()]
+        self.optimizer = make_adam(self.parameters, hyper.learning_rate, self.device, eps=1e-5)
+        max_steps = self.settings.max_steps
+        assert hyper.beta_schedule is not None and hyper.epsilon_schedule is not None
+        self.learning_rate = Schedule(
+            hyper.learning_rate_schedule, hyper.learning_rate, MIN_LEARNING_RATE, max_steps
+        )
+        self.epsilon = Schedule(
+            hyper.epsilon_schedule, hyper.epsilon, min(MIN_EPSILON, hyper.epsilon), max_steps
+        )
+        self.beta = Schedule(hyper.beta_schedule, hyper.beta, min(MIN_BETA, hyper.beta), max_steps)
+        self.gamma = self.settings.extrinsic.gamma
+        self.reward_scale = self.settings.extrinsic.strength
+        self.deterministic = net.deterministic
+        self.buffer = RolloutBuffer(self.settings.time_horizon, context.num_slots)
+        self._last_observations: list[np.ndarray] | None = None
+
+    def modules(self) -> dict[str, nn.Module]:
+        return {"policy": self.policy, "critic": self.critic}
+
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {"optimizer": self.optimizer}
+
+    # -- acting ----------------------------------------------------------------------------
+
+    def decide(self, step: BehaviorStep) -> PolicyDecision:
+        with self.model_lock, torch.no_grad():
+            observations = self.tensors(step.observations)
+            mask = self.mask_tensor(step.action_mask)
+            dist = self.policy(observations, mask)
+            raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
+            values = self.critic(observations) if self.training else None
+            log_probs = dist.log_prob(raw, discrete) if self.training else None
+            env_continuous = dist.env_continuous(raw) if raw is not None else None
+        raw_np = raw.cpu().numpy() if raw is not None else None
+        discrete_np = discrete.cpu().numpy() if discrete is not None else None
+        if self.training:
+            assert values is not None and log_probs is not None
+            self.buffer.add_decision(
+                step.observations,
+                raw_np,
+                discrete_np,
+                step.action_mask,
+                log_probs.cpu().numpy(),
+                values.cpu().numpy(),
+            )
+        continuous_np = env_continuous.cpu().numpy() if env_continuous is not None else None
+        return PolicyDecision(continuous_np, discrete_np)
+
+    def observe(self, step: BehaviorStep) -> None:
+        self.step += int(step.valid.sum())
+        self.record_episodes(step)
+        if not self.training:
+            return
+        truncation_values = np.zeros(len(step.valid), dtype=np.float32)
+        bootstrap = step.truncated & ~step.terminated
+        if bootstrap.any():
+            rows = np.flatnonzero(bootstrap)
+            final = [entry[rows] for entry in step.final_observations]
+            with self.model_lock, torch.no_grad():
+                truncation_values[rows] = self.critic(self.tensors(final)).cpu().numpy()
+        self.buffer.add_outcome(
+            step.rewards * self.reward_scale,
+            step.terminated,
+            step.truncated,
+            step.valid,
+            truncation_values,
+        )
+        self._last_observations = step.observations
+
+    # -- learning --------------------------------------------------------------------------
+
+    def _update_ready(self) -> bool:
+        return self.buffer.num_valid >= self.hyper.buffer_size
+
+    def _take_update_job(self) -> Callable[[], None]:
+        assert self._last_observations is not None
+        with self.model_lock, torch.no_grad():
+            last_values = self.critic(self.tensors(self._last_observations)).cpu().numpy()
+        rollout = self.buffer.finish(last_values)
+        step = self.step
+        return lambda: self._update(rollout, step)
+
+    def _update(self, rollout: Rollout, step: int) -> None:
+        hyper = self.hyper
+        with hierarchical_timer("compute_advantages"):
+            advantages, returns = compute_gae(rollout, self.gamma, hyper.lambd)
+        data = _UpdateData(rollout, advantages, returns, self.device)
+        learning_rate = self.learning_rate.value(step)
+        epsilon = self.epsilon.value(step)
+        beta = self.beta.value(step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        size = data.valid_rows.numel()
+        batch_size = min(hyper.batch_size, size)
+        num_batches = max(size // batch_size, 1)
+        totals = torch.zeros(3)
+        for _ in range(hyper.num_epoch):
+            order = data.valid_rows[torch.as_tensor(self.rng.permutation(size))]
+            for b in range(num_batches):
+                rows = order[b * batch_size : (b + 1) * batch_size]
+                totals += self._minibatch_step(data.minibatch(rows), epsilon, beta)
+        means = (totals / (hyper.num_epoch * num_batches)).tolist()
+        if self.normalizer.normalizers:
+            with self.model_lock:
+                self.normalizer.update(self.tensors(data.minibatch(data.valid_rows).observations))
+        self.update_count += 1
+        self.context.stats.add_many(
+            {
+                "Losses/Policy Loss": means[0],
+                "Losses/Value Loss": means[1],
+                "Policy/Entropy": means[2],
+                "Policy/Learning Rate": learning_rate,
+                "Policy/Epsilon": epsilon,
+                "Policy/Beta": beta,
+                "Policy/Extrinsic Value Estimate": data.mean_value,
+            }
+        )
+
+    def _minibatch_step(self, batch: _Minibatch, epsilon: float, beta: float) -> torch.Tensor:
+        observations = self.tensors(batch.observations)
+        advantages = batch.advantages
+        with self.model_lock:
+            dist = self.policy(observations, batch.masks)
+            log_probs = dist.log_prob(batch.continuous, batch.discrete)
+            entropy = dist.entropy().mean()
+            ratio = torch.exp(log_probs - batch.log_probs)
+            surrogate = torch.min(
+                ratio * advantages, torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
+            )
+            policy_loss = -surrogate.mean()
+            values = self.critic(observations)
+            old_values = batch.values
+            clipped = old_values + torch.clamp(values - old_values, -epsilon, epsilon)
+            returns = batch.returns
+            value_loss = torch.max((returns - values).square(), (returns - clipped).square()).mean()
+            loss = policy_loss + VALUE_LOSS_COEF * value_loss - beta * entropy
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.parameters, MAX_GRAD_NORM)
+            self.optimizer.step()
+        return torch.stack([policy_loss.abs(), value_loss, entropy]).detach().cpu()
+
+
+@dataclass
+class _Minibatch:
+    """Tensors of one minibatch; observations still in the environment's raw format."""
+
+    observations: list[torch.Tensor]
+    continuous: torch.Tensor | None
+    discrete: torch.Tensor | None
+    masks: torch.Tensor | None
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+
+
+class _UpdateData:
+    """A rollout as flat ``(time * slots, ...)`` tensors on the device, advantages normalized.
+
+    Converted once per update; minibatches are then cheap index operations.
+    """
+
+    def __init__(
+        self,
+        rollout: Rollout,
+        advantages: np.ndarray,
+        returns: np.ndarray,
+        device: torch.device,
+    ) -> None:
+        def flat(array: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(array.reshape(-1, *array.shape[2:]), device=device)
+
+        def optional(array: np.ndarray | None) -> torch.Tensor | None:
+            return None if array is None else flat(array)
+
+        self.valid_rows = torch.as_tensor(
+            np.flatnonzero(rollout.valid.reshape(-1)), dtype=torch.long, device=device
+        )
+        self.observations = [flat(entry) for entry in rollout.observations]
+        self.continuous = optional(rollout.continuous)
+        self.discrete = optional(rollout.discrete)
+        masks = optional(rollout.masks)
+        self.masks = None if masks is None else masks.to(torch.float32)
+        self.log_probs = flat(rollout.log_probs)
+        self.values = flat(rollout.values)
+        self.returns = flat(returns)
+        self.advantages = flat(advantages).clone()
+        valid_advantages = self.advantages[self.valid_rows]
+        self.advantages[self.valid_rows] = (valid_advantages - valid_advantages.mean()) / (
+            valid_advantages.std(unbiased=False) + 1e-8
+        )
+        self.mean_value = float(self.values[self.valid_rows].mean())
+
+    def minibatch(self, rows: torch.Tensor) -> _Minibatch:
+        """The rows ``rows`` of every field."""
+
+        def pick(tensor: torch.Tensor | None) -> torch.Tensor | None:
+            return None if tensor is None else tensor[rows]
+
+        return _Minibatch(
+            observations=[entry[rows] for entry in self.observations],
+            continuous=pick(self.continuous),
+            discrete=pick(self.discrete),
+            masks=pick(self.masks),
+            log_probs=self.log_probs[rows],
+            values=self.values[rows],
+            advantages=self.advantages[rows],
+            returns=self.returns[rows],
+        )

@@ -1,0 +1,7 @@
+"""Soft Actor-Critic."""
+
+from __future__ import annotations
+
+from trainers.sac.trainer import SACTrainer
+
+__all__ = ["SACTrainer"]

@@ -1,0 +1,129 @@
+"""The training loop: advances the environment and every behavior's trainer in turn.
+
+One iteration: each trainer decides actions for its slots, the env manager steps the
+environment, each trainer records its slots' outcomes, then may update (inline, or in its own
+thread with ``threaded: true``), write a summary and save a checkpoint. The loop ends when every
+trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and ONNX
+models are then written.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from trainers.common.checkpoints import atomic_copy
+from trainers.common.progress import ProgressBar
+from trainers.common.trainer import Trainer
+from trainers.env_manager import VectorEnvManager
+from unity_gym.exceptions import UnityException
+from unity_gym.timers import hierarchical_timer, merge_timer_tree
+
+__all__ = ["TrainerController"]
+
+logger = logging.getLogger("trainers")
+
+
+class TrainerController:
+    """Owns the loop over one env manager and its trainers (one per behavior).
+
+    Args:
+        env_manager: steps the environment.
+        trainers: trainer per behavior name (every behavior of the env manager).
+        run_dir: ``<results>/<run-id>``; final ONNX models are copied to ``<run_dir>/<name>.onnx``.
+        artifact_names: file-safe name per behavior (for the final model's file name).
+        seed: passed to the environment's first reset (``None``: unseeded).
+        progress: optional progress bar (updated with the slowest trainer's step).
+    """
+
+    def __init__(
+        self,
+        env_manager: VectorEnvManager,
+        trainers: dict[str, Trainer],
+        run_dir: Path,
+        artifact_names: dict[str, str],
+        seed: int | None,
+        progress: ProgressBar | None = None,
+    ) -> None:
+        missing = set(env_manager.behavior_names) - set(trainers)
+        if missing:
+            raise ValueError(f"no trainer for behaviors {sorted(missing)}")
+        self.env_manager = env_manager
+        self.trainers = trainers
+        self.run_dir = run_dir
+        self.artifact_names = artifact_names
+        self.seed = seed
+        self.progress = progress
+        self.stop_requested = False
+
+    def request_stop(self) -> None:
+        """Finish the current iteration, then save and stop (safe to call from a signal handler)."""
+        self.stop_requested = True
+
+    @property
+    def all_done(self) -> bool:
+        """Whether every trainer reached ``max_steps``."""
+        return all(trainer.is_done for trainer in self.trainers.values())
+
+    def run(self) -> None:
+        """Train until every trainer is done or a stop is requested, then save final models.
+
+        If the environment fails (a :class:`UnityException`), the models are saved before the
+        error propagates, as ``mlagents-learn`` does.
+        """
+        try:
+            with hierarchical_timer("TrainerController.start_learning"):
+                self._loop()
+        except UnityException:
+            logger.error("The environment failed; saving the models before stopping.")
+            self.finish()
+            raise
+        self.finish()
+
+    def _loop(self) -> None:
+        current = self.env_manager.reset(self.seed)
+        trainers = self.trainers
+        progress = self.progress
+        while not self.stop_requested and not self.all_done:
+            with hierarchical_timer("TrainerController.advance"):
+                decisions = {name: trainers[name].decide(step) for name, step in current.items()}
+                current = self.env_manager.step(decisions)
+                for name, step in current.items():
+                    trainers[name].observe(step)
+                for trainer in trainers.values():
+                    if not trainer.is_done:
+                        trainer.advance()
+                    trainer.maybe_write_summary()
+                    trainer.maybe_checkpoint()
+            if progress is not None:
+                progress.update(min(t.step for t in trainers.values()))
+
+    def finish(self) -> None:
+        """Wait for running updates, then write final checkpoints and copy the ONNX models."""
+        if self.progress is not None:
+            self.progress.close()
+        if self.stop_requested:
+            logger.info("Learning was interrupted. Please wait while the models are saved.")
+        for name, trainer in self.trainers.items():
+            trainer.wait_for_updates()
+            path = trainer.save_checkpoint(final=True)
+            if path is None:
+                continue
+            source = path.with_suffix(".onnx")
+            target = self.run_dir / f"{self.artifact_names[name]}.onnx"
+            atomic_copy(source, target)
+            logger.info("Copied %s to %s.", source, target)
+        self._merge_thread_timers()
+
+    def _merge_thread_timers(self) -> None:
+        for name, trainer in self.trainers.items():
+            for tree in trainer.take_thread_timer_trees():
+                merge_timer_tree(tree, root_name=f"trainer_thread.{name}", is_parallel=True)
+
+    def close(self) -> None:
+        """Stop trainer threads, close statistics and the environment."""
+        try:
+            for trainer in self.trainers.values():
+                trainer.close()
+        finally:
+            self.env_manager.close()
