@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from .connection import COMMUNICATION_VERSION
 from .errors import PlayerError
 from .runtime import EXIT_CONFIG_ERROR, PlayerConfig, run_player
 from .scenes import Scene, get_scene_class, scene_names
@@ -98,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
     )
+    parser.add_argument(
+        "--communication-version",
+        default=COMMUNICATION_VERSION,
+        metavar="VERSION",
+        help=f"API version announced in the handshake (default {COMMUNICATION_VERSION}); "
+        "e.g. 1.5.0-exp to test a trainer's version tolerance",
+    )
     return parser
 
 
@@ -171,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile=namespace.profile,
             realtime=namespace.realtime,
             connect_timeout=namespace.connect_timeout,
+            communication_version=namespace.communication_version,
         )
         return run_player(config)
     finally:

@@ -91,11 +91,20 @@ class TrainerConnection:
         port: the trainer's port (``--mlagents-port``).
         connect_timeout: seconds the first call may wait for the trainer to listen; 0 fails at
             once when nobody listens, like Unity.
+        communication_version: the API version the game announces (used in the version
+            checks and messages).
     """
 
-    def __init__(self, port: int, *, connect_timeout: float = 0.0) -> None:
+    def __init__(
+        self,
+        port: int,
+        *,
+        connect_timeout: float = 0.0,
+        communication_version: str = COMMUNICATION_VERSION,
+    ) -> None:
         self.port = port
         self._connect_timeout = connect_timeout
+        self.communication_version = communication_version
         self._channel = grpc.insecure_channel(
             f"localhost:{port}",
             options=[
@@ -145,29 +154,29 @@ class TrainerConnection:
                 "Couldn't connect to trainer on port %d using API version %s (%s). "
                 "Will perform inference instead.",
                 self.port,
-                COMMUNICATION_VERSION,
+                self.communication_version,
                 _describe(exc),
             )
             return None
         init_input = reply1.unity_input.rl_initialization_input
         python_version = init_input.communication_version
         if reply1.header.status != STATUS_OK or reply2.header.status != STATUS_OK:
-            if not versions_compatible(COMMUNICATION_VERSION, python_version):
+            if not versions_compatible(self.communication_version, python_version):
                 logger.warning(
                     "Communication protocol between python (%s) and Unity (%s) have different "
                     "versions which make them incompatible. Python library version: %s.",
                     python_version,
-                    COMMUNICATION_VERSION,
+                    self.communication_version,
                     init_input.package_version,
                 )
             self._shutdown("the trainer ended the handshake")
             logger.info("The trainer ended the handshake; continuing without a trainer.")
             return None
-        if not versions_compatible(COMMUNICATION_VERSION, python_version):
+        if not versions_compatible(self.communication_version, python_version):
             logger.warning(
                 "trainer communication version %s is not compatible with %s",
                 python_version,
-                COMMUNICATION_VERSION,
+                self.communication_version,
             )
         capabilities = Capabilities.from_proto(init_input.capabilities)
         if not capabilities.base_rl:

@@ -69,6 +69,8 @@ class PlayerConfig:
         profile: time the phases of each step and log them periodically.
         realtime: pace steps by the engine settings instead of running flat out.
         connect_timeout: seconds to wait for the trainer to listen (0 = one attempt).
+        communication_version: API version announced in the handshake (``1.5.0``; another
+            value tests how a trainer copes, e.g. ``1.5.0-exp``).
     """
 
     scene: str
@@ -80,17 +82,21 @@ class PlayerConfig:
     profile: bool = False
     realtime: bool = False
     connect_timeout: float = 0.0
+    communication_version: str = COMMUNICATION_VERSION
 
 
 class _Terminated(BaseException):
     """Raised from the SIGTERM handler to unwind the step loop."""
 
 
-def initialization_output() -> UnityRLInitializationOutputProto:
-    """The game's handshake message: name, API ``1.5.0``, package ``3.0.0``, all capabilities."""
+def initialization_output(
+    communication_version: str = COMMUNICATION_VERSION,
+) -> UnityRLInitializationOutputProto:
+    """The game's handshake message: name, API ``communication_version`` (``1.5.0``), package
+    ``3.0.0``, all capabilities."""
     return UnityRLInitializationOutputProto(
         name=ACADEMY_NAME,
-        communication_version=COMMUNICATION_VERSION,
+        communication_version=communication_version,
         package_version=PACKAGE_VERSION,
         capabilities=Capabilities().to_proto(),
     )
@@ -138,6 +144,10 @@ def run_player(config: PlayerConfig, *, handle_signals: bool = True) -> int:
 
 
 def _run(scene: Scene, config: PlayerConfig) -> int:
+    # A player launched for a trainer (--mlagents-port) never outlives its launcher, even when
+    # the handshake failed and it plays heuristically. The launcher is noted before the
+    # handshake: a trainer that dies during it must not leave the player adopted by init.
+    launcher = os.getppid() if config.port is not None else None
     channels = StandardChannels.create()
     hub = SideChannelHub(channels.in_registration_order())
     profiler = StepProfiler(detailed=config.profile)
@@ -148,8 +158,12 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
         trainer = None
         seed, num_areas = config.seed, 1
         if config.port is not None:
-            candidate = TrainerConnection(config.port, connect_timeout=config.connect_timeout)
-            handshake = candidate.handshake(initialization_output())
+            candidate = TrainerConnection(
+                config.port,
+                connect_timeout=config.connect_timeout,
+                communication_version=config.communication_version,
+            )
+            handshake = candidate.handshake(initialization_output(config.communication_version))
             if handshake is not None:
                 connection = candidate
                 trainer = handshake.capabilities
@@ -177,7 +191,7 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
             seed,
             "trainer connected" if connection else "heuristic",
         )
-        reason = _step_until_quit(academy, scene, config, profiler, channels)
+        reason = _step_until_quit(academy, scene, config, profiler, channels, launcher)
     except _Terminated as signal_name:
         reason = f"terminated by {signal_name}"
     except SceneError as exc:
@@ -203,13 +217,11 @@ def _step_until_quit(
     config: PlayerConfig,
     profiler: StepProfiler,
     channels: StandardChannels,
+    launcher: int | None,
 ) -> str:
     pacer = Pacer(channels.engine.settings, scene.fixed_delta_time) if config.realtime else None
     clock = time.perf_counter
     next_report = clock() + PROFILE_REPORT_SECONDS
-    # A player launched for a trainer (--mlagents-port) never outlives its launcher, even when
-    # the handshake failed and it plays heuristically.
-    parent = os.getppid() if config.port is not None else None
     next_parent_check = clock() + PARENT_CHECK_SECONDS
     while True:
         start = clock()
@@ -224,7 +236,7 @@ def _step_until_quit(
         if config.profile and clock() >= next_report:
             logger.info("%s", profiler.summary())
             next_report = clock() + PROFILE_REPORT_SECONDS
-        if parent is not None and clock() >= next_parent_check:
-            if os.getppid() != parent:
+        if launcher is not None and clock() >= next_parent_check:
+            if os.getppid() != launcher:
                 return "the launching process exited"
             next_parent_check = clock() + PARENT_CHECK_SECONDS
