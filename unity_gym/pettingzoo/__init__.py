@@ -1,0 +1,44 @@
+"""PettingZoo fronts: every agent of a Unity game as a ``ParallelEnv`` or an ``AECEnv``.
+
+``parallel_env(...)`` returns a :class:`UnityParallelEnv`; ``env(...)`` returns the same game as
+an AEC env (PettingZoo's ``parallel_to_aec`` conversion: agents act in turn in
+``possible_agents`` order and the game advances once every live agent has acted). Both take the
+keywords of :class:`~unity_gym.gym_env.UnityGymEnv` (``file_name``, ``scene``, ``seed``,
+``num_agents``, engine settings, ``env_params``, ...) plus ``max_cycles``. Agent names, episode
+and seeding rules are documented in :mod:`unity_gym.pettingzoo.parallel_env`.
+
+Example::
+
+    from unity_gym.pettingzoo import parallel_env
+
+    env = parallel_env(scene="Tennis", max_cycles=500)
+    observations, infos = env.reset(seed=1)
+    while env.agents:
+        actions = {agent: env.action_space(agent).sample() for agent in env.agents}
+        observations, rewards, terminations, truncations, infos = env.step(actions)
+    env.close()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pettingzoo import AECEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+
+from unity_gym.pettingzoo.parallel_env import UnityParallelEnv, agent_name_prefixes
+
+__all__ = ["UnityParallelEnv", "agent_name_prefixes", "env", "parallel_env"]
+
+
+def parallel_env(**kwargs: Any) -> UnityParallelEnv:
+    """A :class:`UnityParallelEnv` built from ``kwargs`` (its constructor's keywords)."""
+    return UnityParallelEnv(**kwargs)
+
+
+def env(**kwargs: Any) -> AECEnv[str, Any, Any]:
+    """The game of ``parallel_env(**kwargs)`` as an AEC env (order-enforcing, turn based).
+
+    ``env.unwrapped`` is the :class:`UnityParallelEnv`; its ``unity_env`` is the bridge.
+    """
+    return parallel_to_aec(UnityParallelEnv(**kwargs))

@@ -1,0 +1,506 @@
+"""``UnityParallelEnv``: every agent of a Unity game as a PettingZoo ``ParallelEnv``.
+
+Agent names. An agent is ``<behavior>_<n>``, where ``<behavior>`` is the behavior name without
+its ``?team=<t>`` suffix and ``<n>`` counts that behavior's agents from 0 in increasing Unity
+agent id order at the start of the episode. When several behaviors share a name and differ by
+team, the team is added: ``Tennis?team=1``'s first agent is ``Tennis_team1_0`` (``Tennis?team=0``'s
+is ``Tennis_team0_0``); a single-team game gives ``3DBall_0``, ``3DBall_1``, ... Names are
+fixed: ``possible_agents`` is the set of agents of the first episode (read when the game starts)
+and never changes; a later episode with more agents of a behavior is an error.
+
+Episodes. A PettingZoo episode is the set of agents that request a decision at its start (after
+a reset). An agent whose Unity episode ends (terminal step: ``terminated``, or ``truncated``
+when Unity interrupted it) leaves ``agents``; Unity restarts it by itself, and until the next
+:meth:`UnityParallelEnv.reset` its new episode is played with zero actions and not reported.
+The PettingZoo episode ends when every agent has finished, or after ``max_cycles`` calls of
+``step`` (then every remaining agent is ``truncated``).
+
+Steps. :meth:`UnityParallelEnv.step` takes an action for every agent in ``agents`` and advances
+the game until each of them has reported (requested a decision or ended its episode). Rewards
+(and group rewards) of all reports in between are summed. An agent that requests decisions more
+often than the others gets zero actions for its extra decisions (the parallel API has no way to
+ask for them).
+
+Reset and seeding. ``reset(seed=s)`` restarts the game process with seed ``s`` (the game takes
+its seed at start-up only), unless it was just started with ``s`` and not stepped since; equal
+seeds give equal episodes. ``reset()`` without a seed reuses the game: when the last episode
+ended with all agents finishing in the same game step and their next decisions arrived in that
+step, those decisions start the new episode without resetting the game; otherwise the game is
+reset. ``options`` are accepted and ignored.
+
+Infos. Every agent's info holds ``"agent_id"`` (Unity id), ``"behavior_name"``,
+``"group_id"`` (0 = no group) and ``"group_reward"`` (float, the group's reward since the
+previous step, not included in the agent's reward); agents with discrete actions also get
+``"action_mask"`` in the format of ``action_space(agent).sample(mask=...)`` (see
+:meth:`unity_gym.spaces.ActionAdapter.sample_mask`; 1 = allowed).
+
+Rendering. ``render_mode="rgb_array"`` needs a behavior with a camera (checked at construction);
+``render()`` returns the first camera image of the first live agent that has one, as uint8
+``(H, W, 3)``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import gymnasium
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from unity_gym.base_env import DecisionSteps, TerminalSteps
+from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.gym_env import MAX_WAIT_STEPS, render_frame
+from unity_gym.registration import GameSettings
+from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
+
+if TYPE_CHECKING:
+    from unity_gym.environment import UnityEnvironment
+    from unity_gym.side_channels.side_channel import SideChannel
+
+__all__ = ["UnityParallelEnv", "agent_name_prefixes"]
+
+
+def agent_name_prefixes(behavior_names: Sequence[str]) -> dict[str, str]:
+    """The agent name prefix of each behavior, e.g. ``"Tennis?team=1"`` → ``"Tennis_team1"``.
+
+    The team is included only when another behavior has the same name without its team.
+    """
+    base = {name: name.split("?", 1)[0] for name in behavior_names}
+    prefixes = {}
+    for name in behavior_names:
+        shared = sum(1 for other in behavior_names if base[other] == base[name]) > 1
+        team = name.split("team=", 1)[1] if "?team=" in name else "0"
+        prefixes[name] = f"{base[name]}_team{team}" if shared else base[name]
+    if len(set(prefixes.values())) != len(prefixes):
+        raise UnityEnvironmentException(
+            f"Behaviors {sorted(behavior_names)} cannot be given distinct agent names."
+        )
+    return prefixes
+
+
+@dataclass
+class _Accumulated:
+    """What one agent reported during one parallel step."""
+
+    reward: float = 0.0
+    group_reward: float = 0.0
+    reported: bool = False
+    done: bool = False
+    interrupted: bool = False
+    agent_id: int = -1
+    group_id: int = 0
+    obs: list[np.ndarray] | None = None
+    mask: np.ndarray | None = None
+
+
+class UnityParallelEnv(ParallelEnv[str, Any, Any]):
+    """All agents of a Unity game (a build or a built-in scene) as a PettingZoo ParallelEnv.
+
+    The game starts at construction (its first reset gives the agents and spaces) and stops in
+    :meth:`close`. Module docs describe names, episodes, steps, seeding and infos.
+
+    Args:
+        file_name: a Unity build; default: the built-in ``3DBall`` scene.
+        scene: a built-in scene of the headless player instead of ``file_name``.
+        max_cycles: truncate every agent after this many ``step`` calls (None: no limit).
+        flatten_obs: concatenate non-camera sensors into one Box (:mod:`unity_gym.spaces`).
+        visual_obs: ``"uint8_hwc"`` (default) or ``"float_chw"`` camera layout.
+        render_mode: None or ``"rgb_array"`` (needs a camera observation).
+        seed: game seed until ``reset(seed=...)`` chooses another (default 0).
+        num_agents: built-in scenes: total agents; default one training area.
+        side_channels: extra side channels served to the game (kept across restarts).
+        **game_options: the other :class:`~unity_gym.registration.GameSettings` fields.
+
+    Raises:
+        ValueError: on invalid settings or ``render_mode``.
+        UnityEnvironmentException: if the game fails to start or reports no agent.
+    """
+
+    metadata: dict[str, Any] = {  # noqa: RUF012  (PettingZoo declares a plain attribute)
+        "render_modes": ["rgb_array"],
+        "name": "unity_gym_v0",
+        "is_parallelizable": True,
+        "render_fps": 30,
+    }
+
+    def __init__(
+        self,
+        file_name: str | os.PathLike[str] | None = None,
+        *,
+        scene: str | None = None,
+        max_cycles: int | None = None,
+        flatten_obs: bool = False,
+        visual_obs: VisualLayout = "uint8_hwc",
+        render_mode: str | None = None,
+        seed: int | None = None,
+        num_agents: int | None = None,
+        side_channels: Sequence[SideChannel] = (),
+        **game_options: Any,
+    ) -> None:
+        if render_mode is not None and render_mode != "rgb_array":
+            raise ValueError(
+                f"render_mode={render_mode!r} is not supported; use None or 'rgb_array'."
+            )
+        if max_cycles is not None and (not isinstance(max_cycles, int) or max_cycles < 1):
+            raise ValueError(f"max_cycles must be a positive int or None, got {max_cycles!r}.")
+        self._settings = GameSettings(
+            file_name=file_name,
+            scene=scene,
+            seed=0 if seed is None else int(seed),
+            num_agents=num_agents,
+            **game_options,
+        ).single_area()
+        self.max_cycles = max_cycles
+        self.render_mode = render_mode
+        self._flatten_obs = flatten_obs
+        self._visual_obs: VisualLayout = visual_obs
+        self._side_channels = tuple(side_channels)
+        self._unity: UnityEnvironment | None = None
+        self._pristine = False  # launched with the current seed and never stepped since
+        self._at_start = False  # at an episode start, not stepped since
+        self._restart_ready = False  # the next episode's decisions are all known
+        self._live: dict[str, tuple[str, int]] = {}  # name -> (behavior, Unity agent id)
+        self._last_obs: dict[str, list[np.ndarray]] = {}
+        self._cycles = 0
+        self.agents: list[str] = []
+
+        self._launch(self._settings)
+        try:
+            self._describe_game()
+            if render_mode == "rgb_array" and not self._cameras:
+                raise ValueError(
+                    "render_mode='rgb_array' needs a camera observation, but no behavior of "
+                    f"the game has one ({sorted(self._observation_adapters)}). Use "
+                    "render_mode=None."
+                )
+        except BaseException:
+            self.close()
+            raise
+
+    # -- PettingZoo API -----------------------------------------------------------------------
+
+    @property
+    def unity_env(self) -> UnityEnvironment:
+        """The bridge driving the game.
+
+        Raises:
+            UnityEnvironmentException: if the env is closed.
+        """
+        if self._unity is None:
+            raise UnityEnvironmentException("This UnityParallelEnv is closed; create a new one.")
+        return self._unity
+
+    @property
+    def settings(self) -> GameSettings:
+        """The settings of the running game (the seed follows ``reset(seed=...)``)."""
+        return self._settings
+
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
+        """The observation space of ``agent`` (the same object on every call)."""
+        return self._observation_adapters[self._behavior_of(agent)].space
+
+    def action_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
+        """The action space of ``agent`` (the same object on every call)."""
+        return self._action_adapters[self._behavior_of(agent)].space
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Start a PettingZoo episode (module docs); ``options`` are ignored."""
+        if seed is not None and not (self._pristine and int(seed) == self._settings.seed):
+            self._launch(self._settings.replace(seed=int(seed)))
+        elif not self._at_start and not self._restart_ready:
+            self.unity_env.reset()
+        self._restart_ready = False
+        self._cycles = 0
+        observations, infos = self._start_episode()
+        self._at_start = True
+        return observations, infos
+
+    def step(
+        self, actions: Mapping[str, Any]
+    ) -> tuple[
+        dict[str, Any],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
+        """Act for every live agent and advance until each has reported (module docs).
+
+        Raises:
+            ValueError: for an unknown agent name or a live agent without an action.
+            UnityActionException: for an action outside the agent's action space.
+            UnityEnvironmentException: if an agent does not report within
+                :data:`~unity_gym.gym_env.MAX_WAIT_STEPS` game steps.
+        """
+        if not self.agents:
+            raise gymnasium.error.ResetNeeded(
+                "Call reset() before step(): every agent has finished or none has started."
+            )
+        unknown = set(actions) - set(self.possible_agents)
+        missing = set(self.agents) - set(actions)
+        if unknown or missing:
+            raise ValueError(
+                f"step() needs one action per agent in env.agents; unknown agents "
+                f"{sorted(unknown)}, agents without an action {sorted(missing)}."
+            )
+        unity = self.unity_env
+        for name in self.agents:
+            behavior, agent_id = self._live[name]
+            action = self._action_adapters[behavior].to_unity(actions[name])
+            unity.set_action_for_agent(behavior, agent_id, action)
+        self._pristine = self._at_start = False
+        reports = {name: _Accumulated() for name in self.agents}
+        self._advance(reports)
+        self._cycles += 1
+        out_of_cycles = self.max_cycles is not None and self._cycles >= self.max_cycles
+
+        observations: dict[str, Any] = {}
+        rewards: dict[str, float] = {}
+        terminations: dict[str, bool] = {}
+        truncations: dict[str, bool] = {}
+        infos: dict[str, dict[str, Any]] = {}
+        for name, report in reports.items():
+            behavior, agent_id = self._live[name]
+            assert report.obs is not None
+            self._last_obs[name] = report.obs
+            observations[name] = self._observation_adapters[behavior].from_unity(
+                [o[np.newaxis] for o in report.obs], 0
+            )
+            rewards[name] = report.reward
+            terminations[name] = report.done and not report.interrupted
+            truncations[name] = (report.done and report.interrupted) or (
+                out_of_cycles and not report.done
+            )
+            infos[name] = self._info(name, report)
+        self.agents = [a for a in self.agents if not (terminations[a] or truncations[a])]
+        for name in list(self._live):
+            if name not in self.agents:
+                del self._live[name]
+        self._restart_ready = not self.agents and not out_of_cycles and self._all_restarted(reports)
+        return observations, rewards, terminations, truncations, infos
+
+    def render(self) -> np.ndarray | None:
+        """The first live agent's first camera image as uint8 ``(H, W, 3)`` (module docs)."""
+        if self.render_mode is None:
+            return None
+        for name in self.agents or list(self._last_obs):
+            camera = self._cameras.get(self._behavior_of(name))
+            if camera is not None and name in self._last_obs:
+                return render_frame(self._last_obs[name][camera])
+        return None
+
+    def close(self) -> None:
+        """Stop the game and its process; safe to call more than once."""
+        unity, self._unity = self._unity, None
+        self.agents = []
+        self._live = {}
+        if unity is not None:
+            unity.close()
+
+    def state(self) -> np.ndarray:
+        """Not available: a Unity game exposes no global state.
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError(
+            "Unity games expose no global state; build one from the agents' observations."
+        )
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _launch(self, settings: GameSettings) -> None:
+        """(Re)start the game with ``settings`` and reset it."""
+        if self._unity is not None:
+            self._unity.close()
+            self._unity = None
+        self._settings = settings
+        self.agents = []
+        self._live = {}
+        self._restart_ready = False
+        self._unity = settings.launch(self._side_channels)
+        try:
+            self._unity.reset()
+        except BaseException:
+            self.close()
+            raise
+        self._pristine = self._at_start = True
+
+    def _describe_game(self) -> None:
+        """Read behaviors, spaces and ``possible_agents`` from the game's first decisions."""
+        unity = self.unity_env
+        specs = unity.behavior_specs
+        self._prefixes = agent_name_prefixes(sorted(specs))
+        self._observation_adapters = {
+            name: ObservationAdapter(
+                spec.observation_specs,
+                flatten_obs=self._flatten_obs,
+                visual_obs=self._visual_obs,
+            )
+            for name, spec in specs.items()
+        }
+        self._action_adapters = {
+            name: ActionAdapter(spec.action_spec) for name, spec in specs.items()
+        }
+        self._cameras = {
+            name: index
+            for name, spec in specs.items()
+            for index in [
+                next((i for i, o in enumerate(spec.observation_specs) if is_visual(o)), None)
+            ]
+            if index is not None
+        }
+        starts = self._await_decisions()
+        self._agent_behaviors: dict[str, str] = {}
+        for behavior, steps in starts.items():
+            for n in range(len(steps)):
+                self._agent_behaviors[f"{self._prefixes[behavior]}_{n}"] = behavior
+        self.possible_agents = list(self._agent_behaviors)
+        self._start_decisions = starts
+
+    def _await_decisions(self) -> dict[str, DecisionSteps]:
+        """Advance the game (zero actions) until some agent requests a decision."""
+        unity = self.unity_env
+        for _ in range(MAX_WAIT_STEPS):
+            steps = {name: unity.get_steps(name)[0] for name in sorted(unity.behavior_specs)}
+            if any(len(s) for s in steps.values()):
+                return {name: s for name, s in steps.items() if len(s)}
+            unity.step()
+            self._pristine = False
+        raise UnityEnvironmentException(
+            f"No agent requested a decision within {MAX_WAIT_STEPS} game steps after a reset."
+        )
+
+    def _start_episode(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        starts = self._await_decisions()
+        self._live = {}
+        self._last_obs = {}
+        observations: dict[str, Any] = {}
+        infos: dict[str, dict[str, Any]] = {}
+        for behavior, steps in starts.items():
+            order = np.argsort(steps.agent_id, kind="stable")
+            for n, row in enumerate(order.tolist()):
+                name = f"{self._prefixes[behavior]}_{n}"
+                if name not in self._agent_behaviors:
+                    known = sum(1 for b in self._agent_behaviors.values() if b == behavior)
+                    raise UnityEnvironmentException(
+                        f"The game started an episode with {len(steps)} agents of behavior "
+                        f"{behavior!r}, more than the {known} of its first episode; PettingZoo "
+                        "agents are fixed (possible_agents)."
+                    )
+                report = _decision(steps, row, self._action_adapters[behavior])
+                self._live[name] = (behavior, report.agent_id)
+                assert report.obs is not None
+                self._last_obs[name] = report.obs
+                observations[name] = self._observation_adapters[behavior].from_unity(steps.obs, row)
+                infos[name] = self._info(name, report)
+        self.agents = [a for a in self.possible_agents if a in self._live]
+        return observations, infos
+
+    def _advance(self, reports: dict[str, _Accumulated]) -> None:
+        """Step the game until every agent in ``reports`` has reported at least once."""
+        unity = self.unity_env
+        by_id = {self._live[name]: name for name in reports}
+        behaviors = sorted({behavior for behavior, _ in by_id})
+        waiting = set(reports)
+        for _ in range(MAX_WAIT_STEPS):
+            unity.step()
+            for behavior in behaviors:
+                decisions, terminals = unity.get_steps(behavior)
+                self._collect(behavior, decisions, terminals, by_id, reports, waiting)
+            if not waiting:
+                return
+        raise UnityEnvironmentException(
+            f"Agents {sorted(waiting)} neither requested a decision nor ended their episode "
+            f"within {MAX_WAIT_STEPS} game steps."
+        )
+
+    def _collect(
+        self,
+        behavior: str,
+        decisions: DecisionSteps,
+        terminals: TerminalSteps,
+        by_id: dict[tuple[str, int], str],
+        reports: dict[str, _Accumulated],
+        waiting: set[str],
+    ) -> None:
+        adapter = self._action_adapters[behavior]
+        for row, agent_id in enumerate(terminals.agent_id.tolist()):
+            name = by_id.get((behavior, agent_id))
+            if name is None or reports[name].done:
+                continue
+            report = reports[name]
+            report.reward += float(terminals.reward[row])
+            report.group_reward += float(terminals.group_reward[row])
+            report.done, report.reported = True, True
+            report.interrupted = bool(terminals.interrupted[row])
+            report.agent_id, report.group_id = agent_id, int(terminals.group_id[row])
+            report.obs = [np.array(o[row]) for o in terminals.obs]
+            report.mask = None
+            waiting.discard(name)
+        for row, agent_id in enumerate(decisions.agent_id.tolist()):
+            name = by_id.get((behavior, agent_id))
+            if name is None or reports[name].done:
+                continue
+            step = _decision(decisions, row, adapter)
+            report = reports[name]
+            report.reward += step.reward
+            report.group_reward += step.group_reward
+            report.reported = True
+            report.agent_id, report.group_id = agent_id, step.group_id
+            report.obs, report.mask = step.obs, step.mask
+            waiting.discard(name)
+
+    def _all_restarted(self, reports: dict[str, _Accumulated]) -> bool:
+        """Whether the last game step ended every agent and brought the next decisions of all."""
+        if len(reports) != len(self.possible_agents):
+            return False
+        unity = self.unity_env
+        counts: dict[str, int] = {}
+        for behavior in self._agent_behaviors.values():
+            counts[behavior] = counts.get(behavior, 0) + 1
+        for behavior, count in counts.items():
+            decisions, terminals = unity.get_steps(behavior)
+            if len(terminals) != count or len(decisions) != count:
+                return False
+        return True
+
+    def _behavior_of(self, agent: str) -> str:
+        try:
+            return self._agent_behaviors[agent]
+        except KeyError:
+            raise KeyError(
+                f"Unknown agent {agent!r}; the agents are {self.possible_agents}."
+            ) from None
+
+    def _info(self, name: str, report: _Accumulated) -> dict[str, Any]:
+        behavior = self._agent_behaviors[name]
+        info: dict[str, Any] = {
+            "agent_id": report.agent_id,
+            "behavior_name": behavior,
+            "group_id": report.group_id,
+            "group_reward": report.group_reward,
+        }
+        adapter = self._action_adapters[behavior]
+        if adapter.mask_size:
+            mask = report.mask if report.mask is not None else np.ones(adapter.mask_size, bool)
+            info["action_mask"] = adapter.sample_mask(mask)
+        return info
+
+
+def _decision(steps: DecisionSteps, row: int, adapter: ActionAdapter) -> _Accumulated:
+    """One agent's decision step, copied out of the bridge's batch."""
+    return _Accumulated(
+        reward=float(steps.reward[row]),
+        group_reward=float(steps.group_reward[row]),
+        reported=True,
+        agent_id=int(steps.agent_id[row]),
+        group_id=int(steps.group_id[row]),
+        obs=[np.array(o[row]) for o in steps.obs],
+        mask=adapter.mask_from_unity(steps.action_mask, row) if adapter.mask_size else None,
+    )
