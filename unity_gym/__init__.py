@@ -1,17 +1,26 @@
 """unity-gym: a modern Python side for Unity ML-Agents games.
 
-``import unity_gym`` stays light: the public names below are imported on first access.
+``import unity_gym`` stays light: the public names below are imported on first access. It also
+registers the Gymnasium ids ``Unity-v0`` and ``Unity-<scene>-v0`` (:mod:`unity_gym.registration`).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# Games are launched with fork+exec while gRPC threads may be running. gRPC's fork handlers then
+# crash the forked child now and then (SIGSEGV/SIGABRT before exec, about one launch in 30 when
+# games are restarted in one process). The child execs at once and never uses gRPC, so the
+# handlers are not needed. Must be set before gRPC is first imported; a user's value wins.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
+
 _LAZY_EXPORTS: dict[str, str] = {
     "UnityEnvironment": "unity_gym.environment",
+    "UnityGymEnv": "unity_gym.gym_env",
     "ActionSpec": "unity_gym.base_env",
     "ActionTuple": "unity_gym.base_env",
     "BaseEnv": "unity_gym.base_env",
@@ -52,6 +61,7 @@ __all__ = [
     "UnityEnvironment",
     "UnityEnvironmentException",
     "UnityException",
+    "UnityGymEnv",
     "UnityObservationException",
     "UnitySideChannelException",
     "UnityTimeOutException",
@@ -85,6 +95,12 @@ if TYPE_CHECKING:
         UnityTimeOutException,
         UnityWorkerInUseException,
     )
+    from unity_gym.gym_env import UnityGymEnv
+
+
+from unity_gym.registration import register_envs as _register_envs  # noqa: E402
+
+_register_envs()
 
 
 def __getattr__(name: str) -> Any:

@@ -182,6 +182,26 @@ class _Relay:
             call.answer(_CLOSE_MESSAGE)
 
 
+_LIVE_RELAYS: weakref.WeakSet[_Relay] = weakref.WeakSet()
+
+
+def _release_held_calls_at_exit() -> None:
+    """Answer every held call with the close message, so interpreter shutdown can finish.
+
+    At shutdown Python joins the gRPC worker threads (``ThreadPoolExecutor``) *before* it runs
+    ``atexit`` handlers; a call still held open for an environment nobody closed would block that
+    join forever. Registered with ``threading``'s shutdown hooks, which run before those joins.
+    """
+    for relay in list(_LIVE_RELAYS):
+        relay.shut()
+
+
+# Registered after concurrent.futures' own hook (imported above), so it runs first.
+_register_shutdown_hook = getattr(threading, "_register_atexit", None)
+if _register_shutdown_hook is not None:
+    _register_shutdown_hook(_release_held_calls_at_exit)
+
+
 def _stop_server(server: grpc.Server, relay: _Relay, grace: float) -> None:
     relay.shut()
     server.stop(grace).wait(grace + 1.0)
@@ -235,6 +255,7 @@ class Communicator:
         self.host = host
         self.peer_label = peer_label
         self._relay = _Relay()
+        _LIVE_RELAYS.add(self._relay)
         self._pending: _Call | None = None
         self._stopped = False
         handler = grpc.method_handlers_generic_handler(
