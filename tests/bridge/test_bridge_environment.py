@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -388,6 +389,5 @@ def test_package_import_is_light_and_exports_lazily() -> None:
         "assert 'torch' not in sys.modules\n"
         "assert set(unity_gym.__all__) <= set(dir(unity_gym))\n"
     )
-    from conftest import REPO_ROOT
-
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT, timeout=60)
+    repo_root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=repo_root, timeout=60)
