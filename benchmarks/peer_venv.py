@@ -1,4 +1,4 @@
-"""Build the *reference peer*: an isolated venv with the official ``mlagents-envs``/``mlagents`` 1.1.0.
+"""Build the *reference peer*: a venv with the official ``mlagents-envs``/``mlagents`` 1.1.0.
 
 The official wheels pin Python <= 3.10.12, protobuf < 3.21 and numpy < 1.24; they install here with
 ``--no-deps --ignore-requires-python`` plus the old pins listed below. Tests and benchmarks run the
@@ -19,7 +19,13 @@ import sys
 import venv
 from pathlib import Path
 
-__all__ = ["DEFAULT_PEER_DIR", "PeerUnavailable", "ensure_peer_venv", "peer_python"]
+__all__ = [
+    "DEFAULT_PEER_DIR",
+    "PeerUnavailable",
+    "PeerUnavailableError",
+    "ensure_peer_venv",
+    "peer_python",
+]
 
 DEFAULT_PEER_DIR = Path(
     os.environ.get("UNITY_GYM_PEER_VENV", Path(__file__).resolve().parents[1] / ".peer-venv")
@@ -49,8 +55,12 @@ _MARKER_ENVS = ".unity-gym-peer-envs"
 _MARKER_LEARN = ".unity-gym-peer-learn"
 
 
-class PeerUnavailable(RuntimeError):
+class PeerUnavailableError(RuntimeError):
     """The reference peer venv could not be built (e.g. the package registry is unreachable)."""
+
+
+PeerUnavailable = PeerUnavailableError
+"""Short alias used by the tests."""
 
 
 def peer_python(peer_dir: Path = DEFAULT_PEER_DIR) -> Path:
@@ -62,7 +72,7 @@ def _pip(python: Path, *args: str) -> None:
     cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise PeerUnavailable(
+        raise PeerUnavailableError(
             f"pip failed ({' '.join(cmd)}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
         )
 
@@ -70,7 +80,7 @@ def _pip(python: Path, *args: str) -> None:
 def _check_import(python: Path, code: str) -> str:
     proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise PeerUnavailable(f"`{code}` fails in the peer venv:\n{proc.stderr[-2000:]}")
+        raise PeerUnavailableError(f"`{code}` fails in the peer venv:\n{proc.stderr[-2000:]}")
     return proc.stdout.strip()
 
 
@@ -101,7 +111,7 @@ def ensure_peer_venv(peer_dir: Path = DEFAULT_PEER_DIR, *, learn: bool = False) 
             text=True,
         )
         if check.returncode != 0 or check.stdout.strip() != "1.1.0":
-            raise PeerUnavailable(
+            raise PeerUnavailableError(
                 f"mlagents_envs does not import in the peer venv:\n{check.stderr}"
             )
         (peer_dir / _MARKER_ENVS).write_text("ok\n")

@@ -1,4 +1,7 @@
-"""Exceptions raised by the bridge, named as in ``mlagents_envs.exception`` so migrations keep working."""
+"""Exceptions raised by the bridge.
+
+Named as in ``mlagents_envs.exception`` (without the ``Error`` suffix) so migrations keep working.
+"""
 
 from __future__ import annotations
 
