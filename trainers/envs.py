@@ -25,7 +25,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from trainers.settings import ConfigError, RunOptions
 
-__all__ = ["EnvironmentSetupError", "TrainingEnvironment", "make_training_env"]
+__all__ = [
+    "EMBEDDED_DEFAULT_SCENE",
+    "EnvironmentSetupError",
+    "TrainingEnvironment",
+    "make_training_env",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +39,10 @@ UNITY_ENV_ID = "unity_gym:Unity-v0"
 
 class EnvironmentSetupError(ConfigError):
     """The environment could not be created (unknown id, missing build, bad option)."""
+
+
+EMBEDDED_DEFAULT_SCENE = "3DBall"
+"""The built-in scene trained when no environment is selected (``Unity-v0``'s default game)."""
 
 
 @dataclass
@@ -55,19 +64,23 @@ class TrainingEnvironment:
 def make_training_env(options: RunOptions, seed: int, log_folder: Path) -> TrainingEnvironment:
     """Create the environment selected by ``options.env_settings``.
 
+    With nothing selected, the embedded default game is used: the built-in
+    :data:`EMBEDDED_DEFAULT_SCENE` scene (where ``mlagents-learn`` would wait for the Editor).
+
     Raises:
-        EnvironmentSetupError: no environment selected, or it could not be created.
+        EnvironmentSetupError: the environment could not be created.
     """
     env_settings = options.env_settings
     if env_settings.gym_id is not None:
         return _make_gymnasium_env(env_settings.gym_id, env_settings.num_envs, options)
-    if env_settings.env_path is not None or env_settings.scene is not None:
-        return _make_unity_env(options, seed, log_folder)
-    raise EnvironmentSetupError(
-        "no environment selected: pass --env PATH (a Unity build), --scene NAME (a built-in "
-        "scene) or --gym-id ID (a Gymnasium environment), or set env_settings.env_path / "
-        "scene / gym_id in the config file."
-    )
+    if env_settings.env_path is None and env_settings.scene is None:
+        logger.info(
+            "No environment selected (--env, --scene or --gym-id): training on the embedded "
+            "default game, the built-in %s scene.",
+            EMBEDDED_DEFAULT_SCENE,
+        )
+        env_settings.scene = EMBEDDED_DEFAULT_SCENE
+    return _make_unity_env(options, seed, log_folder)
 
 
 def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> TrainingEnvironment:

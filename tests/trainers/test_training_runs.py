@@ -18,7 +18,8 @@ from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 from trainers.common.checkpoints import load_checkpoint
 from trainers.common.networks import PolicyNetwork, build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.settings import NetworkSettings
+from trainers.envs import EMBEDDED_DEFAULT_SCENE, make_training_env
+from trainers.settings import NetworkSettings, parse_run_options
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -372,5 +373,14 @@ def test_config_errors_exit_with_a_message(
     assert "not supported by unity-train yet" in capsys.readouterr().err
     run_train({"behaviors": {}}, "--gym-id", "NoSuchEnv-v0", expect=2)
     assert "NoSuchEnv-v0" in capsys.readouterr().err
-    run_train({"behaviors": {}}, expect=2)
-    assert "no environment selected" in capsys.readouterr().err
+
+
+def test_no_environment_selected_trains_the_embedded_default_scene(tmp_path: Path) -> None:
+    options = parse_run_options({"behaviors": {}})
+    training_env = make_training_env(options, seed=0, log_folder=tmp_path)
+    try:
+        assert training_env.description == f"built-in scene {EMBEDDED_DEFAULT_SCENE}"
+        assert training_env.behavior_candidates[0] == EMBEDDED_DEFAULT_SCENE
+        assert training_env.env.num_envs >= 1
+    finally:
+        training_env.env.close()
