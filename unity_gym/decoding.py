@@ -421,9 +421,12 @@ def _decode_observations(
 def _action_masks(
     agents: Sequence[AgentInfoProto], action_spec: ActionSpec
 ) -> list[np.ndarray] | None:
-    """Per-branch ``(n, branch_size)`` masks, True = disabled; unsized masks mean all enabled."""
+    """Per-branch ``(n, branch_size)`` masks, True = disabled; unsized masks mean all enabled.
+
+    None without discrete branches or without agents (as ``mlagents_envs`` 1.1.0 returns).
+    """
     branches = action_spec.discrete_branches
-    if not branches:
+    if not branches or not agents:
         return None
     width = int(sum(branches))
     masks = [agent.action_mask for agent in agents]

@@ -155,7 +155,8 @@ def test_empty_agent_list_gives_zero_length_arrays() -> None:
     assert decision.obs[0].shape == (0, 3)
     assert decision.obs[1].shape == (0, 2, 2, 2)
     assert len(decision) == 0 and len(terminal) == 0
-    assert decision.action_mask is not None and decision.action_mask[0].shape == (0, 2)
+    # mlagents_envs 1.1.0 gives no mask list for an empty batch (tests/peer checks it on the wire)
+    assert decision.action_mask is None
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,111 @@
+"""The conformance benchmarks run end to end and report every figure (no speed assertions)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.bridge_throughput import parse_player_profile
+from benchmarks.mlagents_learn_3dball import parse_summaries, trainer_config
+
+pytestmark = [pytest.mark.peer, pytest.mark.timeout(300)]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_player_profile_line_is_parsed() -> None:
+    log = (
+        "2026-01-01 [INFO] profile: 5005 Academy steps in 3.20 s; player time 91.5 us/step; "
+        "1003 exchanges, player time 40.2 us/exchange, waiting for the trainer 1.250 ms/exchange"
+    )
+    profile = parse_player_profile("noise\n" + log + "\n")
+    assert (profile.academy_steps, profile.exchanges) == (5005, 1003)
+    assert profile.wait_us_per_exchange == pytest.approx(1250.0)
+    assert profile.own_us_per_cycle == pytest.approx(91.5 * 5005 / 1003)
+    with pytest.raises(ValueError, match="no 'profile:' line"):
+        parse_player_profile("the player crashed")
+
+
+def test_learn_summaries_and_config() -> None:
+    output = (
+        "[INFO] 3DBall. Step: 12000. Time Elapsed: 22.148 s. Mean Reward: 1.796. "
+        "Std of Reward: 0.714. Training.\n"
+        "[INFO] Other. Step: 12000. Time Elapsed: 1.0 s. Mean Reward: 9.0. Std of Reward: 0.1.\n"
+        "[INFO] 3DBall. Step: 24000. Time Elapsed: 44.6 s. Mean Reward: -0.5. "
+        "Std of Reward: 0.868. Training.\n"
+    )
+    summaries = parse_summaries(output)
+    assert [(s.step, s.mean_reward) for s in summaries] == [(12000, 1.796), (24000, -0.5)]
+    behavior = yaml.safe_load(trainer_config(50_000))["behaviors"]["3DBall"]
+    assert behavior["max_steps"] == 50_000 and behavior["summary_freq"] == 12000
+    assert behavior["hyperparameters"] == {
+        "batch_size": 64,
+        "buffer_size": 12000,
+        "learning_rate": 0.0003,
+        "beta": 0.001,
+        "epsilon": 0.2,
+        "lambd": 0.99,
+        "num_epoch": 3,
+        "learning_rate_schedule": "linear",
+    }
+    network = behavior["network_settings"]
+    assert (network["hidden_units"], network["num_layers"], network["normalize"]) == (128, 2, True)
+    assert behavior["reward_signals"]["extrinsic"]["gamma"] == 0.99
+    assert behavior["time_horizon"] == 1000
+
+
+def test_bridge_throughput_reports_every_figure(peer_python: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/bridge_throughput.py",
+            "--steps=60",
+            "--warmup=10",
+            "--rounds=1",
+            "--echo-calls=200",
+            "--timer-calls=2000",
+            "--json",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout[proc.stdout.index("{") :])
+    assert set(report["sides"]) == {"ours", "official"}
+    for side in report["sides"].values():
+        assert side["agent_steps_per_second"] > 0
+        player = side["player_profile"]
+        # 10 warm-up + 60 timed step() calls; several Academy steps each (decision period 5)
+        assert player["exchanges"] >= 70
+        assert player["academy_steps"] > 3 * player["exchanges"]
+        assert 0 < side["player_share"] < 1
+    assert report["throughput_ratio"] > 0
+    sizes = report["message_bytes"]
+    assert sizes["game_to_python"] > sizes["python_to_game"] > 12 * 2 * 4
+    assert report["echo_us_per_round_trip"] > 0 and report["relay_us_per_round_trip"] > 0
+    assert report["timers_us"]["ours"]["timed"] > 0
+    assert report["timers_us"]["official"]["timed"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_mlagents_learn_trains_on_the_player(peer_python: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/mlagents_learn_3dball.py", "--max-steps", "12000"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1150,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "OK: trained 12000 steps without error" in proc.stdout
+    assert "3DBall.onnx" in proc.stdout
