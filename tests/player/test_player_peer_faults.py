@@ -55,7 +55,7 @@ def test_simulated_crash_exits_with_code_3(peer: Peer) -> None:
 def test_simulated_hang_times_out_and_is_killed(peer: Peer) -> None:
     result = peer(
         """
-        env = open_env("Stress", extra=["--option", "hang_after=3"], timeout_wait=2)
+        env = open_env("Stress", extra=["--option", "hang_after=3"], timeout_wait=6)
         env.reset()
         error = None
         try:
