@@ -1,0 +1,198 @@
+"""Agent-steps/s of UnityVectorEnv against Gymnasium's AsyncVectorEnv and SB3's SubprocVecEnv.
+
+All contenders run the same ``Stress`` scene with the same number of game processes, one agent
+each, and a simulated compute time per Academy step (``step_time``), once without jitter and once
+with ``jitter`` (each step takes ``step_time * U(1 - jitter, 1 + jitter)``):
+
+* ``unity-async``: :class:`unity_gym.vector.UnityVectorEnv`, EnvPool-style ``send``/``recv``
+  with ``batch_size`` = one game, so a slow game never holds the others back;
+* ``unity-lockstep``: the same env through ``step()`` (waits for every game);
+* ``gym-async``: ``gymnasium.vector.AsyncVectorEnv`` over ``gymnasium.make("Unity-v0",
+  scene="Stress", ...)`` (the single-agent env, one game each);
+* ``sb3-subproc``: ``stable_baselines3``'s ``SubprocVecEnv`` over the same single-agent env.
+
+Every game gets its own seed (``0 + i``), hence its own sequence of step times.
+
+Run from the repository root::
+
+    .venv/bin/python -m benchmarks.vector_async --processes 32 --step-time 0.1 --seconds 8
+
+Prints one line per contender and setting, then the ratios of ``unity-async`` to the others
+(goals: >= 1.8x under jitter, >= 1.0x without).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["main", "measure"]
+
+Contender = Callable[[int, dict[str, Any], float], float]
+
+
+def _single_agent_env(scene_options: dict[str, Any]) -> Any:
+    import gymnasium as gym
+
+    return gym.make("unity_gym:Unity-v0", scene="Stress", scene_options=scene_options)
+
+
+def _timed_loop(step: Callable[[], int], seconds: float, warmup: int = 10) -> float:
+    """Agent-steps per second of ``step`` (which returns the agent-steps it did)."""
+    for _ in range(warmup):
+        step()
+    done = 0
+    start = time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        done += step()
+    return done / elapsed
+
+
+def unity_async(processes: int, scene_options: dict[str, Any], seconds: float) -> float:
+    """UnityVectorEnv with send/recv, one game per batch."""
+    from unity_gym.vector import UnityVectorEnv
+
+    env = UnityVectorEnv(
+        processes,
+        num_processes=processes,
+        scene="Stress",
+        scene_options=scene_options,
+        batch_size=1,
+    )
+    try:
+        env.reset()
+        env.send(np.zeros((processes, 2), dtype=np.float32))
+        zeros = np.zeros((1, 2), dtype=np.float32)
+
+        def step() -> int:
+            *_, info = env.recv()
+            env.send(zeros, info["env_id"])
+            return 1
+
+        return _timed_loop(step, seconds, warmup=10 * processes)
+    finally:
+        env.close()
+
+
+def unity_lockstep(processes: int, scene_options: dict[str, Any], seconds: float) -> float:
+    """UnityVectorEnv through ``step()``."""
+    from unity_gym.vector import UnityVectorEnv
+
+    env = UnityVectorEnv(
+        processes, num_processes=processes, scene="Stress", scene_options=scene_options
+    )
+    try:
+        env.reset()
+        zeros = np.zeros((processes, 2), dtype=np.float32)
+
+        def step() -> int:
+            env.step(zeros)
+            return processes
+
+        return _timed_loop(step, seconds)
+    finally:
+        env.close()
+
+
+def gym_async(processes: int, scene_options: dict[str, Any], seconds: float) -> float:
+    """Gymnasium's AsyncVectorEnv over the single-agent env."""
+    from gymnasium.vector import AsyncVectorEnv
+
+    make = functools.partial(_single_agent_env, scene_options)
+    env = AsyncVectorEnv([make] * processes)
+    try:
+        env.reset(seed=0)
+        zeros = np.zeros((processes, 2), dtype=np.float32)
+
+        def step() -> int:
+            env.step(zeros)
+            return processes
+
+        return _timed_loop(step, seconds)
+    finally:
+        env.close()
+
+
+def sb3_subproc(processes: int, scene_options: dict[str, Any], seconds: float) -> float:
+    """Stable-Baselines3's SubprocVecEnv over the single-agent env."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    make = functools.partial(_single_agent_env, scene_options)
+    env = SubprocVecEnv([make] * processes)
+    try:
+        env.seed(0)  # a distinct seed per game, as the other contenders get (distinct jitter)
+        env.reset()
+        zeros = np.zeros((processes, 2), dtype=np.float32)
+
+        def step() -> int:
+            env.step(zeros)
+            return processes
+
+        return _timed_loop(step, seconds)
+    finally:
+        env.close()
+
+
+CONTENDERS: dict[str, Contender] = {
+    "unity-async": unity_async,
+    "unity-lockstep": unity_lockstep,
+    "gym-async": gym_async,
+    "sb3-subproc": sb3_subproc,
+}
+
+
+def measure(
+    processes: int, step_time: float, jitter: float, seconds: float, names: Sequence[str]
+) -> dict[str, float]:
+    """Agent-steps per second of each contender in ``names`` for one setting."""
+    options = {"step_time": step_time, "jitter": jitter}
+    results = {}
+    for name in names:
+        rate = CONTENDERS[name](processes, options, seconds)
+        results[name] = rate
+        print(
+            f"  {name:<15} processes={processes:<3} step_time={step_time:g}s jitter={jitter:<4g}"
+            f" -> {rate:9.1f} agent-steps/s",
+            flush=True,
+        )
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; exits 0 when both goals are met."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--processes", type=int, default=32, help="game processes (1 agent each)")
+    parser.add_argument("--step-time", type=float, default=0.1, help="seconds per Academy step")
+    parser.add_argument("--jitter", type=float, default=1.0, help="relative jitter of the run")
+    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
+    parser.add_argument(
+        "--contenders", nargs="+", default=list(CONTENDERS), choices=list(CONTENDERS)
+    )
+    args = parser.parse_args(argv)
+    goals = {0.0: 1.0, args.jitter: 1.8}
+    met = True
+    summary = []
+    for jitter, goal in goals.items():
+        print(f"jitter={jitter:g}:", flush=True)
+        rates = measure(args.processes, args.step_time, jitter, args.seconds, args.contenders)
+        ours = rates.get("unity-async")
+        for other in ("gym-async", "sb3-subproc"):
+            if ours is None or other not in rates:
+                continue
+            ratio = ours / rates[other]
+            met &= ratio >= goal
+            summary.append(
+                f"jitter={jitter:g}: unity-async / {other} = {ratio:.2f}x (goal >= {goal:g}x)"
+            )
+    print("\n".join(summary), flush=True)
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

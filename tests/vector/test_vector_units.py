@@ -1,0 +1,206 @@
+"""Pure parts of the vector env: slot state machine, restart policy, planning, buffers."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+
+from unity_gym.registration import GameSettings
+from unity_gym.vector.autoreset import AgentSlots, Routing
+from unity_gym.vector.buffers import BufferLayout, StepBuffers
+from unity_gym.vector.faults import RestartPolicy, RestartTracker
+from unity_gym.vector.planning import check_slot_count, plan_processes
+
+
+def report(
+    slots: AgentSlots,
+    decisions: Sequence[int] = (),
+    terminals: Sequence[int] = (),
+    reward: float = 1.0,
+    interrupted: bool = False,
+) -> Routing:
+    """Feed one game reply with the given agent ids (same reward for every report)."""
+    d = np.asarray(decisions, dtype=np.int64)
+    t = np.asarray(terminals, dtype=np.int64)
+    return slots.record(
+        d,
+        np.full(len(d), reward),
+        np.zeros(len(d), dtype=np.int64),
+        np.zeros(len(d)),
+        t,
+        np.full(len(t), reward),
+        np.full(len(t), interrupted),
+        np.zeros(len(t), dtype=np.int64),
+        np.zeros(len(t)),
+    )
+
+
+def started(mode: AutoresetMode, agents: list[int]) -> AgentSlots:
+    slots = AgentSlots(len(agents), mode)
+    slots.begin_reset()
+    report(slots, decisions=agents)
+    assert slots.complete
+    slots.finish()
+    return slots
+
+
+def test_reset_assigns_slots_in_report_order() -> None:
+    slots = started(AutoresetMode.NEXT_STEP, [7, 3, 5])
+    assert slots.agent_id.tolist() == [7, 3, 5]
+
+
+def test_next_step_returns_terminal_then_new_episode_with_zero_actions() -> None:
+    slots = started(AutoresetMode.NEXT_STEP, [0, 1])
+    slots.begin_step()
+    _, use_user = slots.action_sources([0, 1])
+    assert use_user.tolist() == [True, True]
+    routing = report(slots, decisions=[0, 1], terminals=[1], reward=2.0)
+    assert slots.complete
+    assert routing.terminal_obs == ([1], [0])
+    assert routing.decision_obs == ([0], [0])  # agent 1's new episode is not shown yet
+    result = slots.finish()
+    assert result.reward.tolist() == [2.0, 2.0]
+    assert result.terminated.tolist() == [False, True]
+    # Next step: slot 1's action is ignored (zeros); its first decision of the step is returned.
+    slots.begin_step()
+    _, use_user = slots.action_sources([0, 1])
+    assert use_user.tolist() == [True, False]
+    routing = report(slots, decisions=[0, 1], reward=3.0)
+    result = slots.finish()
+    assert routing.decision_obs == ([0, 1], [0, 1])
+    assert result.reward.tolist() == [3.0, 0.0]
+    assert result.terminated.tolist() == [False, False]
+
+
+def test_same_step_waits_for_the_next_decision_after_a_terminal() -> None:
+    slots = started(AutoresetMode.SAME_STEP, [0, 1])
+    slots.begin_step()
+    routing = report(slots, decisions=[0], terminals=[1], reward=1.0, interrupted=True)
+    assert routing.final_obs == ([1], [0])
+    assert not slots.complete and slots.incomplete_slots() == [1]
+    # Agent 0 decides again meanwhile: it repeats the user's action, agent 1 acts with zeros.
+    _, use_user = slots.action_sources([0])
+    assert use_user.tolist() == [True]
+    routing = report(slots, decisions=[0, 1], reward=5.0)
+    assert slots.complete
+    result = slots.finish()
+    assert routing.decision_obs == ([0, 1], [0, 1])
+    # Slot 0 sums both reports; slot 1 drops the reward earned before its new episode's start.
+    assert result.reward.tolist() == [6.0, 1.0]
+    assert result.truncated.tolist() == [False, True]
+    assert result.ended.tolist() == [False, True]
+
+
+def test_a_new_agent_id_takes_over_the_slot_of_an_ended_agent() -> None:
+    slots = started(AutoresetMode.SAME_STEP, [0])
+    slots.begin_step()
+    report(slots, decisions=[4], terminals=[0])  # Unity respawned the agent with a new id
+    assert slots.complete
+    slots.finish()
+    assert slots.agent_id.tolist() == [4]
+
+
+def test_restart_truncates_running_slots_and_keeps_ended_ones() -> None:
+    slots = started(AutoresetMode.NEXT_STEP, [0, 1])
+    slots.begin_step()
+    report(slots, terminals=[0], reward=2.0)
+    running = slots.begin_restart()
+    assert running.tolist() == [False, True]
+    assert slots.complete  # next-step mode keeps the last observations; nothing to collect
+    result = slots.finish()
+    assert result.terminated.tolist() == [True, False]
+    assert result.truncated.tolist() == [False, True]
+    assert result.reward.tolist() == [2.0, 0.0]
+
+
+def test_disabled_autoreset_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"NEXT_STEP or AutoresetMode\.SAME_STEP"):
+        AgentSlots(2, AutoresetMode.DISABLED)
+
+
+def test_restart_tracker_applies_lifetime_and_rate_limits() -> None:
+    now = [0.0]
+    tracker = RestartTracker(RestartPolicy(3, 2, 60.0), clock=lambda: now[0])
+    for _ in range(2):
+        assert tracker.refusal() is None
+        tracker.grant()
+    assert "restarts_rate_limit_n=2" in (tracker.refusal() or "")
+    now[0] = 61.0  # the window has passed
+    assert tracker.refusal() is None
+    tracker.grant()
+    assert "max_lifetime_restarts=3" in (tracker.refusal() or "")
+    unlimited = RestartTracker(RestartPolicy(-1, -1, 1.0))
+    for _ in range(50):
+        unlimited.grant()
+    assert unlimited.refusal() is None
+    with pytest.raises(ValueError, match="max_lifetime_restarts"):
+        RestartPolicy(max_lifetime_restarts=-2)
+
+
+def test_planning_derives_processes_and_sizes_builtin_games() -> None:
+    ball = GameSettings(scene="3DBall")
+    plan = plan_processes(ball, 48, None, None)
+    assert (plan.num_processes, plan.agents_per_process) == (4, 12)
+    sized = plan_processes(ball, 8, 4, None)
+    assert (sized.num_processes, sized.agents_per_process, sized.settings.num_agents) == (4, 2, 2)
+    with pytest.raises(ValueError, match=r"num_envs=48 \(4 processes\) or num_envs=60"):
+        plan_processes(ball, 50, None, None)
+    with pytest.raises(ValueError, match="cannot be split evenly"):
+        plan_processes(ball, 9, 4, None)
+    teams = GameSettings(scene="Stress", scene_options={"teams": 2})
+    with pytest.raises(ValueError, match="several behaviors"):
+        plan_processes(teams, 8, None, None)
+    plan = plan_processes(teams, 8, None, "Stress?team=1")
+    assert (plan.num_processes, plan.agents_per_process) == (2, 4)
+    with pytest.raises(ValueError, match="does not equal num_processes=3"):
+        check_slot_count(10, 3, 4, "B")
+    assert check_slot_count(None, 3, 4, "B") == (12, 3)
+
+
+def _child_writes(layout: BufferLayout, name: str) -> None:
+    buffers = StepBuffers.attach_shared(layout, name)
+    buffers["obs:"][1] = 42.0
+    buffers["reward"][1] = 0.5
+    buffers.close()
+
+
+def test_shared_buffers_are_written_by_another_process() -> None:
+    space = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    layout = BufferLayout.for_spaces(2, space, with_final_obs=True, continuous_size=2, mask_size=3)
+    shapes = {spec.name: spec.shape for spec in layout.arrays}
+    assert shapes == {
+        "obs:": (3,),
+        "final_obs:": (3,),
+        "ended": (),
+        "final_agent_id": (),
+        "reward": (),
+        "terminated": (),
+        "truncated": (),
+        "info:agent_id": (),
+        "info:group_id": (),
+        "info:group_reward": (),
+        "info:action_mask": (3,),
+        "action:continuous": (2,),
+        "action:discrete": (0,),
+    }
+    buffers = StepBuffers.create_shared(layout)
+    try:
+        assert buffers.shared_name is not None
+        process = multiprocessing.get_context("spawn").Process(
+            target=_child_writes, args=(layout, buffers.shared_name)
+        )
+        process.start()
+        process.join(30)
+        assert process.exitcode == 0
+        assert buffers["obs:"].tolist() == [[0, 0, 0], [42, 42, 42]]
+        assert buffers["reward"].tolist() == [0.0, 0.5]
+    finally:
+        name = buffers.shared_name
+        buffers.close()
+    with pytest.raises(FileNotFoundError):
+        StepBuffers.attach_shared(layout, name)

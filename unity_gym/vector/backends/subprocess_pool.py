@@ -1,0 +1,180 @@
+"""Workers as child processes (``backend="subprocess"``, the default).
+
+Each worker process runs its game through the bridge, decodes observations and writes them into
+the vector env's shared-memory buffers; only small messages (actions, info columns) travel through
+its pipe. Children are started with ``spawn`` by default (safe next to gRPC threads), ignore
+Ctrl-C (the parent shuts them down) and exit when the parent disappears; their games die with
+them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+import selectors
+import signal
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.vector.backends.base import WorkerBackend, WorkerLostError
+from unity_gym.vector.game_worker import GameWorker, WorkerConfig
+from unity_gym.vector.messages import RequestKind, WorkerReply, WorkerRequest
+
+__all__ = ["SubprocessBackend", "serve_connection"]
+
+
+def serve_connection(connection: Connection, config: WorkerConfig) -> None:
+    """Body of a worker process: execute requests from ``connection`` until CLOSE or EOF."""
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker = GameWorker(config)
+    try:
+        while True:
+            try:
+                request: WorkerRequest = connection.recv()
+            except (EOFError, OSError):
+                return  # the vector env is gone
+            reply = worker.handle(request)
+            try:
+                connection.send(reply)
+            except (pickle.PicklingError, TypeError, AttributeError) as error:
+                reply.error = UnityEnvironmentException(
+                    f"Game worker {config.index} failed with an error that cannot be sent to "
+                    f"the vector env ({error}): {reply.error!r}"
+                )
+                connection.send(reply)
+            if request.kind is RequestKind.CLOSE:
+                return
+    finally:
+        worker.close()
+        connection.close()
+
+
+class SubprocessBackend(WorkerBackend):
+    """One child process per game worker.
+
+    Args:
+        start_method: ``multiprocessing`` start method (``"spawn"``, ``"forkserver"`` or
+            ``"fork"``; ``fork`` is unsafe once gRPC threads run in this process).
+    """
+
+    shares_memory = True
+
+    def __init__(self, start_method: str = "spawn") -> None:
+        try:
+            self._context: Any = multiprocessing.get_context(start_method)
+        except ValueError:
+            raise ValueError(
+                f"start_method={start_method!r} is not available here; use one of "
+                f"{multiprocessing.get_all_start_methods()}."
+            ) from None
+        self._connections: list[Connection] = []
+        self._processes: list[BaseProcess] = []
+        self._in_flight: dict[int, tuple[int, RequestKind]] = {}
+        self._selector = selectors.DefaultSelector()
+        self._dead: set[int] = set()
+
+    def start(self, configs: Sequence[WorkerConfig]) -> None:
+        """Start one process per config."""
+        for config in configs:
+            parent, child = self._context.Pipe(duplex=True)
+            process = self._context.Process(
+                target=serve_connection,
+                args=(child, config),
+                name=f"unity-vector-worker-{config.index}",
+                daemon=True,
+            )
+            process.start()
+            child.close()
+            worker = len(self._connections)
+            self._connections.append(parent)
+            self._processes.append(process)
+            self._selector.register(parent, selectors.EVENT_READ, worker)
+            self._selector.register(process.sentinel, selectors.EVENT_READ, worker)
+
+    def submit(self, worker: int, request: WorkerRequest) -> None:
+        """Send ``request`` down the worker's pipe."""
+        self._in_flight[worker] = (request.seq, request.kind)
+        # A dead worker is reported by wait() through its process sentinel.
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self._connections[worker].send(request)
+
+    def wait(self, timeout: float | None) -> list[WorkerReply]:
+        """Replies that arrived, plus a lost-worker reply for each dead busy process."""
+        if not self._in_flight:
+            return []
+        lost = [worker for worker in self._dead if worker in self._in_flight]
+        if lost:
+            return [self._lost(worker) for worker in lost]
+        events = self._selector.select(timeout)
+        readable = {key.data for key, _ in events if key.fileobj is self._connections[key.data]}
+        replies: list[WorkerReply] = []
+        for worker in sorted({key.data for key, _ in events}):
+            if worker in readable:
+                try:
+                    reply: WorkerReply = self._connections[worker].recv()
+                except (EOFError, OSError):
+                    pass
+                else:
+                    in_flight = self._in_flight.get(worker)
+                    if in_flight is not None and reply.seq == in_flight[0]:
+                        del self._in_flight[worker]
+                    replies.append(reply)
+                    continue
+            if not self._processes[worker].is_alive():
+                self._forget(worker)
+                if worker in self._in_flight:
+                    replies.append(self._lost(worker))
+        return replies
+
+    def _forget(self, worker: int) -> None:
+        """Stop watching a dead worker (its handles would be ready forever)."""
+        self._dead.add(worker)
+        for handle in (self._connections[worker], self._processes[worker].sentinel):
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(handle)
+
+    def _lost(self, worker: int) -> WorkerReply:
+        seq, kind = self._in_flight.pop(worker)
+        process = self._processes[worker]
+        process.join(0.1)
+        return WorkerReply(
+            worker=worker,
+            seq=seq,
+            kind=kind,
+            error=WorkerLostError(
+                f"The process of game worker {worker} (pid {process.pid}) exited with code "
+                f"{process.exitcode} before answering; its game is gone too. Look above for "
+                "its error output."
+            ),
+        )
+
+    def close(self, timeout: float) -> None:
+        """Ask every worker to close its game, then terminate stragglers."""
+        for connection, process in zip(self._connections, self._processes, strict=True):
+            if process.is_alive():
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    connection.send(WorkerRequest(kind=RequestKind.CLOSE, seq=-1))
+        for process in self._processes:
+            process.join(timeout)
+        for process in self._processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(2.0)
+            if process.is_alive() and process.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
+                process.join(1.0)
+        for worker in range(len(self._connections)):
+            self._forget(worker)
+        for connection in self._connections:
+            connection.close()
+        self._connections.clear()
+        self._processes.clear()
+        self._in_flight.clear()
+        self._dead.clear()

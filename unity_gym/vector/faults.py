@@ -1,0 +1,89 @@
+"""When a crashed or hung game may be restarted: lifetime and rate limits per game process.
+
+The limits mirror ``mlagents-learn``'s environment settings: a game may be restarted at most
+``max_lifetime_restarts`` times in total and at most ``restarts_rate_limit_n`` times within any
+``restarts_rate_limit_period_s`` seconds; ``-1`` lifts a limit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from unity_gym.exceptions import UnityEnvironmentException
+
+__all__ = ["RestartLimitError", "RestartPolicy", "RestartTracker"]
+
+
+class RestartLimitError(UnityEnvironmentException):
+    """A game failed once more than its :class:`RestartPolicy` allows."""
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """How often one game process may be restarted after a crash or a hang.
+
+    Attributes:
+        max_lifetime_restarts: restarts allowed over the vector env's life (``-1``: no limit).
+        restarts_rate_limit_n: restarts allowed within one period (``-1``: no limit).
+        restarts_rate_limit_period_s: length in seconds of the rate-limit window.
+    """
+
+    max_lifetime_restarts: int = 10
+    restarts_rate_limit_n: int = 1
+    restarts_rate_limit_period_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_lifetime_restarts", "restarts_rate_limit_n"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < -1:
+                raise ValueError(f"{name} must be an integer >= -1 (-1 = no limit), got {value!r}.")
+        if not self.restarts_rate_limit_period_s > 0:
+            raise ValueError(
+                "restarts_rate_limit_period_s must be a positive number of seconds, got "
+                f"{self.restarts_rate_limit_period_s!r}."
+            )
+
+
+class RestartTracker:
+    """Counts the restarts of one game and refuses those beyond its :class:`RestartPolicy`.
+
+    Args:
+        policy: the limits.
+        clock: monotonic time source in seconds (replaceable for tests of the window logic).
+    """
+
+    def __init__(self, policy: RestartPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+        self.policy = policy
+        self._clock = clock
+        self._recent: deque[float] = deque()
+        self.restarts = 0
+        """Restarts granted so far."""
+
+    def refusal(self) -> str | None:
+        """Why one more restart is not allowed now, or None if it is."""
+        policy = self.policy
+        now = self._clock()
+        while self._recent and self._recent[0] <= now - policy.restarts_rate_limit_period_s:
+            self._recent.popleft()
+        if policy.max_lifetime_restarts != -1 and self.restarts >= policy.max_lifetime_restarts:
+            return (
+                f"it was already restarted {self.restarts} times (max_lifetime_restarts="
+                f"{policy.max_lifetime_restarts}); raise max_lifetime_restarts (-1 = no limit) "
+                "if the game is expected to fail that often"
+            )
+        if policy.restarts_rate_limit_n != -1 and len(self._recent) >= policy.restarts_rate_limit_n:
+            return (
+                f"it was already restarted {len(self._recent)} times in the last "
+                f"{policy.restarts_rate_limit_period_s:g} s (restarts_rate_limit_n="
+                f"{policy.restarts_rate_limit_n}); raise restarts_rate_limit_n or lower "
+                "restarts_rate_limit_period_s (-1 = no limit)"
+            )
+        return None
+
+    def grant(self) -> None:
+        """Record a restart; call only after :meth:`refusal` returned None."""
+        self.restarts += 1
+        self._recent.append(self._clock())

@@ -1,0 +1,543 @@
+"""One game process behind a vector env: launch, step until every slot has a result, restart.
+
+:class:`GameWorker` is the transport-independent part of a worker. A backend (thread, subprocess
+or Ray actor) feeds it :class:`~unity_gym.vector.messages.WorkerRequest` objects and carries its
+:class:`~unity_gym.vector.messages.WorkerReply` objects back. The worker decodes observations
+itself and writes them, with rewards and episode flags, into the rows of its slots in the vector
+env's buffers. A game that crashes or stops answering (``timeout_wait``) is relaunched with the
+same settings within the limits of a :class:`~unity_gym.vector.faults.RestartPolicy`; its slots
+then report truncation and ``info["restart_reason"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from unity_gym.base_env import ActionTuple, BehaviorSpec, DecisionSteps, TerminalSteps
+from unity_gym.environment import UnityEnvironment
+from unity_gym.exceptions import (
+    UnityActionException,
+    UnityEnvironmentException,
+    UnityException,
+    UnityTimeOutException,
+)
+from unity_gym.registration import GameSettings
+from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
+from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
+from unity_gym.vector.autoreset import AgentSlots, Routing, SlotResults
+from unity_gym.vector.buffers import (
+    ACTION_CONTINUOUS,
+    ACTION_DISCRETE,
+    ENDED,
+    FINAL_AGENT_ID,
+    FINAL_OBS_PREFIX,
+    INFO_PREFIX,
+    OBS_PREFIX,
+    BufferLayout,
+    StepBuffers,
+)
+from unity_gym.vector.faults import RestartLimitError, RestartPolicy, RestartTracker
+from unity_gym.vector.messages import GameDescription, RequestKind, WorkerReply, WorkerRequest
+
+__all__ = ["GameWorker", "WorkerConfig", "select_behavior"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Everything a worker needs to run its game (picklable).
+
+    Attributes:
+        index: the worker's (and its game's) index in the vector env.
+        settings: the game's settings, with this process's seed and ``worker_id``.
+        behavior_name: the behavior whose agents become slots (None: the game's only one).
+        autoreset_mode: ``NEXT_STEP`` or ``SAME_STEP``.
+        restart_policy: limits on restarting a failed game.
+        flatten_obs: see :class:`unity_gym.spaces.ObservationAdapter`.
+        visual_obs: see :class:`unity_gym.spaces.ObservationAdapter`.
+        expected_agents: slots this game must provide (None: whatever the first reset shows).
+        timer_interval_s: how often replies carry the worker's timer tree (0: every reply).
+        max_exchanges_per_step: exchanges with the game one step or reset may take before the
+            worker gives up on agents that never report.
+    """
+
+    index: int
+    settings: GameSettings
+    behavior_name: str | None = None
+    autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP
+    restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
+    flatten_obs: bool = False
+    visual_obs: VisualLayout = "uint8_hwc"
+    expected_agents: int | None = None
+    timer_interval_s: float = 10.0
+    max_exchanges_per_step: int = 10_000
+
+
+def select_behavior(available: list[str], requested: str | None) -> str:
+    """The behavior to drive among ``available`` (the game's behavior names).
+
+    Raises:
+        UnityEnvironmentException: if ``requested`` is unknown, or is None while the game has
+            several behaviors or none.
+    """
+    if requested is not None:
+        if requested in available:
+            return requested
+        raise UnityEnvironmentException(
+            f"behavior_name={requested!r} is not a behavior of this game; it has "
+            f"{sorted(available)}. Pass one of these names."
+        )
+    if len(available) == 1:
+        return available[0]
+    if not available:
+        raise UnityEnvironmentException(
+            "The game reported no behavior after its reset: no agent requested a decision. "
+            "Check that its agents use the default (remote) behavior type."
+        )
+    raise UnityEnvironmentException(
+        f"The game has several behaviors {sorted(available)}; pass behavior_name=... to choose "
+        "whose agents become the vector env's slots (unity_gym.pettingzoo drives all of them)."
+    )
+
+
+class _GameFailedError(Exception):
+    """The game crashed, quit or stopped answering (wraps the bridge's exception)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class GameWorker:
+    """Runs one game for a vector env; see the module documentation.
+
+    Args:
+        config: the worker's settings.
+    """
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self._env: UnityEnvironment | None = None
+        self._seed = config.settings.seed
+        self._pristine = False
+        self._tracker = RestartTracker(config.restart_policy)
+        self._behavior: str | None = None
+        self._spec: BehaviorSpec | None = None
+        self._obs_adapter: ObservationAdapter | None = None
+        self._action_adapter_cache: ActionAdapter | None = None
+        self._slots: AgentSlots | None = None
+        self._buffers: StepBuffers | None = None
+        self._rows: dict[str, np.ndarray] = {}
+        self._ship_rows = False
+        self._decisions: DecisionSteps | None = None
+        self._user_continuous = np.zeros((0, 0), dtype=np.float32)
+        self._user_discrete = np.zeros((0, 0), dtype=np.int32)
+        self._events: list[tuple[int, str]] = []
+        self._restart_reason: str | None = None
+        self._last_timer_report = time.monotonic()
+        self._last_results: SlotResults | None = None
+
+    # -- request dispatch --------------------------------------------------------------------
+
+    def handle(self, request: WorkerRequest) -> WorkerReply:
+        """Execute ``request`` and describe the outcome; never raises (errors go in the reply)."""
+        reply = WorkerReply(worker=self.config.index, seq=request.seq, kind=request.kind)
+        self._events = []
+        self._restart_reason = None
+        try:
+            if request.kind is RequestKind.START:
+                reply.description = self._start()
+            elif request.kind is RequestKind.ATTACH:
+                self._attach(request)
+                self._fill_reply(reply)
+            elif request.kind is RequestKind.RESET:
+                with hierarchical_timer("worker_reset"):
+                    self._reset(request.seed)
+                self._fill_reply(reply)
+            elif request.kind is RequestKind.STEP:
+                with hierarchical_timer("worker_step"):
+                    self._step(request)
+                self._fill_reply(reply)
+            elif request.kind is RequestKind.CLOSE:
+                self.close()
+        except BaseException as error:  # reported to the vector env, which raises it
+            if not isinstance(error, Exception):
+                raise
+            error.add_note(
+                f"(in game worker {self.config.index}; worker traceback:\n"
+                f"{traceback.format_exc().rstrip()})"
+            )
+            reply.error = error
+        reply.events = self._events
+        reply.restart_reason = self._restart_reason
+        process = self._env.process if self._env is not None else None
+        reply.game_pid = None if process is None else process.pid
+        now = time.monotonic()
+        if (
+            request.kind is RequestKind.CLOSE
+            or now - self._last_timer_report >= self.config.timer_interval_s
+        ):
+            reply.timer_tree = get_timer_tree()
+            reset_timers()
+            self._last_timer_report = now
+        return reply
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def _start(self) -> GameDescription:
+        try:
+            self._launch(self._seed)
+        except _GameFailedError as fault:
+            raise fault.error from None
+        assert self._env is not None and self._spec is not None and self._behavior is not None
+        expected = self.config.expected_agents
+        count = len(self._decisions) if self._decisions is not None else 0
+        if expected is not None and count != expected:
+            raise UnityEnvironmentException(
+                f"Game process {self.config.index} has {count} agents of {self._behavior!r} "
+                f"deciding after its reset, but every game of this vector env must provide "
+                f"{expected}. Games launched with the same settings must have the same agents."
+            )
+        if count == 0:
+            raise UnityEnvironmentException(
+                f"No agent of {self._behavior!r} requested a decision after the reset of game "
+                f"process {self.config.index}, so the vector env has no slot to offer."
+            )
+        self._slots = AgentSlots(count, self.config.autoreset_mode)
+        action_spec = self._spec.action_spec
+        layout = BufferLayout.for_spaces(
+            count,
+            self._observation_adapter().space,
+            with_final_obs=self.config.autoreset_mode is AutoresetMode.SAME_STEP,
+            continuous_size=action_spec.continuous_size,
+            discrete_size=action_spec.discrete_size,
+            mask_size=self._action_adapter().mask_size,
+        )
+        self._rows = StepBuffers.allocate(layout).rows(0, count)
+        mask = self._rows.get(f"{INFO_PREFIX}action_mask")
+        if mask is not None:
+            mask.fill(True)
+        self._collect_first_observations()
+        process = self._env.process if self._env is not None else None
+        return GameDescription(
+            behavior_name=self._behavior,
+            behavior_spec=self._spec,
+            num_agents=count,
+            behavior_names=tuple(sorted(self._env.behavior_specs)) if self._env else (),
+            pid=None if process is None else process.pid,
+        )
+
+    def _attach(self, request: WorkerRequest) -> None:
+        assert request.layout is not None and self._slots is not None
+        if request.shared_name is None:
+            self._ship_rows = True
+            return
+        staged = self._rows
+        self._buffers = StepBuffers.attach_shared(request.layout, request.shared_name)
+        start = request.row_offset
+        self._rows = self._buffers.rows(start, start + self._slots.num_slots)
+        for name, array in staged.items():
+            self._rows[name][...] = array
+
+    def _launch(self, seed: int) -> None:
+        """Start the game with ``seed`` and reset it through the bridge (slots untouched).
+
+        Raises:
+            _GameFailedError: if the game cannot be started or fails during its first reset.
+            UnityEnvironmentException: if its behaviors do not fit the configuration.
+        """
+        settings = self.config.settings.replace(seed=seed)
+        self._seed = seed
+        try:
+            self._env = settings.launch()
+        except UnityException as error:
+            raise _GameFailedError(error) from error
+        self._exchange(reset=True)
+        env = self._env
+        behavior = select_behavior(list(env.behavior_specs), self.config.behavior_name)
+        spec = env.behavior_specs[behavior]
+        if self._spec is not None and spec != self._spec:
+            raise UnityEnvironmentException(
+                f"Game process {self.config.index} came back with a different spec for "
+                f"{behavior!r}: {spec} instead of {self._spec}."
+            )
+        self._behavior, self._spec = behavior, spec
+        self._decisions = env.get_steps(behavior)[0]
+
+    def _reset(self, seed: int | None) -> None:
+        slots = self._slots
+        assert slots is not None
+        if self._pristine and seed in (None, self._seed):
+            return  # the game has not moved since its launch: its first observations stand
+        if seed is not None:
+            self._close_env()
+            try:
+                self._launch(seed)
+            except _GameFailedError as fault:
+                raise UnityEnvironmentException(
+                    f"Game process {self.config.index} failed to start again with seed {seed}: "
+                    f"{fault.error}"
+                ) from fault.error
+            self._collect_first_observations()
+            return
+        self._pristine = False
+        try:
+            slots.begin_reset()
+            self._exchange(reset=True)
+            self._absorb()
+            self._run_until_complete()
+        except _GameFailedError as fault:
+            self._recover(fault, during_step=False)
+        self._last_results = slots.finish()
+
+    def _collect_first_observations(self) -> None:
+        """Assign slots and collect first observations after :meth:`_launch`."""
+        slots = self._slots
+        assert slots is not None
+        try:
+            slots.begin_reset()
+            self._absorb()
+            self._run_until_complete()
+        except _GameFailedError as fault:
+            self._recover(fault, during_step=False)
+        self._last_results = slots.finish()
+        self._pristine = True
+
+    def _step(self, request: WorkerRequest) -> None:
+        slots = self._slots
+        assert slots is not None
+        shared = request.continuous is None or request.discrete is None
+        self._user_continuous = (
+            self._rows[ACTION_CONTINUOUS] if request.continuous is None else request.continuous
+        )
+        self._user_discrete = (
+            self._rows[ACTION_DISCRETE] if request.discrete is None else request.discrete
+        )
+        if shared and self._buffers is None:
+            raise UnityEnvironmentException(
+                "A step request without actions reached a worker that has no shared buffers."
+            )
+        self._pristine = False
+        slots.begin_step()
+        try:
+            self._send_actions()
+            self._exchange()
+            self._absorb()
+            self._run_until_complete()
+        except _GameFailedError as fault:
+            self._recover(fault, during_step=True)
+        self._last_results = slots.finish()
+
+    def close(self) -> None:
+        """Close the game and detach from the buffers (safe to call twice)."""
+        self._close_env()
+        self._rows = {}
+        if self._buffers is not None:
+            self._buffers.close()
+            self._buffers = None
+
+    def _close_env(self) -> None:
+        env, self._env = self._env, None
+        self._decisions = None
+        if env is not None:
+            env.close()
+
+    # -- exchanges ----------------------------------------------------------------------------
+
+    def _exchange(self, *, reset: bool = False) -> None:
+        """One reset or step of the bridge; game failures become :class:`_GameFailedError`."""
+        env = self._env
+        if env is None:
+            raise _GameFailedError(UnityEnvironmentException("the game is not running"))
+        try:
+            if reset:
+                env.reset()
+            else:
+                env.step()
+        except UnityActionException:
+            raise
+        except UnityException as error:
+            raise _GameFailedError(error) from error
+
+    def _run_until_complete(self) -> None:
+        slots = self._slots
+        assert slots is not None
+        exchanges = 0
+        while not slots.complete:
+            if exchanges >= self.config.max_exchanges_per_step:
+                raise UnityEnvironmentException(
+                    f"Game process {self.config.index}: slots {slots.incomplete_slots()} (agents "
+                    f"{slots.agent_id[slots.incomplete_slots()].tolist()} of {self._behavior!r}) "
+                    f"got no report in {exchanges} exchanges. Their agents stopped requesting "
+                    "decisions; raise max_exchanges_per_step if they decide that rarely."
+                )
+            self._send_actions()
+            self._exchange()
+            self._absorb()
+            exchanges += 1
+
+    def _send_actions(self) -> None:
+        env, slots, decisions = self._env, self._slots, self._decisions
+        assert env is not None and slots is not None and self._spec is not None
+        if decisions is None or len(decisions) == 0:
+            return
+        agent_slots, use_user = slots.action_sources(decisions.agent_id)
+        spec = self._spec.action_spec
+        count = len(agent_slots)
+        continuous = np.zeros((count, spec.continuous_size), dtype=np.float32)
+        discrete = np.zeros((count, spec.discrete_size), dtype=np.int32)
+        if use_user.any():
+            chosen = agent_slots[use_user]
+            if spec.continuous_size:
+                continuous[use_user] = self._user_continuous[chosen]
+            if spec.discrete_size:
+                discrete[use_user] = self._user_discrete[chosen]
+        assert self._behavior is not None
+        env.set_actions(self._behavior, ActionTuple(continuous=continuous, discrete=discrete))
+
+    def _absorb(self) -> None:
+        """Account the bridge's latest reply and write the routed observations."""
+        env, slots = self._env, self._slots
+        assert env is not None and slots is not None and self._behavior is not None
+        decisions, terminals = env.get_steps(self._behavior)
+        self._decisions = decisions
+        routing = slots.record(
+            decisions.agent_id,
+            decisions.reward,
+            decisions.group_id,
+            decisions.group_reward,
+            terminals.agent_id,
+            terminals.reward,
+            terminals.interrupted,
+            terminals.group_id,
+            terminals.group_reward,
+        )
+        self._write(routing, decisions, terminals)
+
+    def _write(self, routing: Routing, decisions: DecisionSteps, terminals: TerminalSteps) -> None:
+        adapter = self._observation_adapter()
+        for (slots, rows), source, prefix in (
+            (routing.terminal_obs, terminals, OBS_PREFIX),
+            (routing.final_obs, terminals, FINAL_OBS_PREFIX),
+            (routing.decision_obs, decisions, OBS_PREFIX),
+        ):
+            if not slots:
+                continue
+            values = adapter.batch_from_unity(source.obs, rows)
+            if not isinstance(values, dict):
+                values = {"": values}
+            for key, value in values.items():
+                self._rows[prefix + key][slots] = value
+        mask = self._rows.get(f"{INFO_PREFIX}action_mask")
+        if routing.decision_obs[0] and mask is not None:
+            slots, rows = routing.decision_obs
+            masks = self._action_adapter().batch_mask_from_unity(
+                decisions.action_mask, len(decisions)
+            )
+            mask[slots] = masks[rows]
+
+    # -- faults -------------------------------------------------------------------------------
+
+    def _recover(self, fault: _GameFailedError, *, during_step: bool) -> None:
+        """Relaunch the failed game and collect its first observations (see module docs)."""
+        slots = self._slots
+        assert slots is not None
+        while True:
+            reason = self._describe_fault(fault.error)
+            refusal = self._tracker.refusal()
+            if refusal is not None:
+                self._close_env()
+                raise RestartLimitError(
+                    f"Game process {self.config.index} {reason} and is not restarted: {refusal}."
+                    f"\n{fault.error}"
+                ) from fault.error
+            self._tracker.grant()
+            self._restart_reason = f"game process {self.config.index} {reason}; restarted"
+            self._events.append(
+                (
+                    logging.WARNING,
+                    f"Game process {self.config.index} {reason}; restarting it with the same "
+                    f"settings (restart {self._tracker.restarts}, seed {self._seed}). Its slots "
+                    f"report truncated=True. Details: {fault.error}",
+                )
+            )
+            self._close_env()
+            if during_step:
+                running = slots.begin_restart()
+                if self.config.autoreset_mode is AutoresetMode.SAME_STEP:
+                    for name in list(self._rows):
+                        if name.startswith(OBS_PREFIX):
+                            key = name[len(OBS_PREFIX) :]
+                            final = self._rows[FINAL_OBS_PREFIX + key]
+                            final[running] = self._rows[name][running]
+            else:
+                slots.begin_reset()
+            try:
+                self._launch(self._seed)
+                self._absorb()
+                self._run_until_complete()
+                return
+            except _GameFailedError as again:
+                fault = again
+
+    def _describe_fault(self, error: BaseException) -> str:
+        if isinstance(error, UnityTimeOutException):
+            return (
+                f"stopped answering (no message within timeout_wait="
+                f"{self.config.settings.timeout_wait:g} s)"
+            )
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        return f"crashed ({first_line})"
+
+    # -- replies ------------------------------------------------------------------------------
+
+    def _fill_reply(self, reply: WorkerReply) -> None:
+        """Write the last results into the slots' rows (shipping them if memory is private)."""
+        results = self._last_results
+        assert results is not None
+        rows = self._rows
+        rows["reward"][...] = results.reward
+        rows["terminated"][...] = results.terminated
+        rows["truncated"][...] = results.truncated
+        rows[f"{INFO_PREFIX}agent_id"][...] = results.agent_id
+        rows[f"{INFO_PREFIX}group_id"][...] = results.group_id
+        rows[f"{INFO_PREFIX}group_reward"][...] = results.group_reward
+        if ENDED in rows:
+            rows[ENDED][...] = results.ended
+            rows[FINAL_AGENT_ID][...] = results.final_agent_id
+        if self._ship_rows:
+            reply.rows = {
+                name: array.copy()
+                for name, array in rows.items()
+                if name not in (ACTION_CONTINUOUS, ACTION_DISCRETE)
+            }
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _observation_adapter(self) -> ObservationAdapter:
+        if self._obs_adapter is None:
+            assert self._spec is not None
+            self._obs_adapter = ObservationAdapter(
+                self._spec.observation_specs,
+                flatten_obs=self.config.flatten_obs,
+                visual_obs=self.config.visual_obs,
+            )
+        return self._obs_adapter
+
+    def _action_adapter(self) -> ActionAdapter:
+        if self._action_adapter_cache is None:
+            assert self._spec is not None
+            self._action_adapter_cache = ActionAdapter(self._spec.action_spec)
+        return self._action_adapter_cache
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of the game so far."""
+        return self._tracker.restarts

@@ -1,0 +1,118 @@
+"""Requests to a game worker and its replies (picklable; the same for every backend).
+
+Every request carries a sequence number that its reply repeats, so the vector env can tell a
+reply to the current request from a late reply to an abandoned one.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from unity_gym.base_env import BehaviorSpec
+from unity_gym.vector.buffers import BufferLayout
+
+__all__ = ["GameDescription", "RequestKind", "WorkerReply", "WorkerRequest"]
+
+
+class RequestKind(enum.Enum):
+    """What a worker is asked to do."""
+
+    START = "start"
+    """Launch the game, reset it and describe its behavior (:class:`GameDescription`)."""
+    ATTACH = "attach"
+    """Use the vector env's buffers (or keep private rows and ship them) and report the reset."""
+    RESET = "reset"
+    """Reset the game (relaunch it when a new seed is given) and report first observations."""
+    STEP = "step"
+    """Act with the given actions until every slot has a result."""
+    CLOSE = "close"
+    """Close the game and release the buffers; the worker then exits."""
+
+
+@dataclass
+class WorkerRequest:
+    """One command for a worker.
+
+    Attributes:
+        kind: the command.
+        seq: sequence number, echoed by the reply.
+        seed: RESET: the game seed to use (None: keep the current game, send Unity's RESET).
+        continuous: STEP: float32 ``(slots, continuous_size)`` actions of the worker's slots;
+            None when they are in the shared buffers.
+        discrete: STEP: int32 ``(slots, branches)`` actions (None: in the shared buffers).
+        layout: ATTACH: the buffer layout of the vector env.
+        shared_name: ATTACH: shared-memory block to write into; None keeps private rows that
+            every reply ships back.
+        row_offset: ATTACH: first row of the worker's slots in the buffers.
+    """
+
+    kind: RequestKind
+    seq: int
+    seed: int | None = None
+    continuous: np.ndarray | None = None
+    discrete: np.ndarray | None = None
+    layout: BufferLayout | None = None
+    shared_name: str | None = None
+    row_offset: int = 0
+
+
+@dataclass(frozen=True)
+class GameDescription:
+    """What the first reset of a game revealed.
+
+    Attributes:
+        behavior_name: the behavior whose agents are the slots.
+        behavior_spec: its spec.
+        num_agents: agents of that behavior that requested the first decision (= slots).
+        behavior_names: every behavior of the game.
+        pid: process id of the game (None when not known).
+    """
+
+    behavior_name: str
+    behavior_spec: BehaviorSpec
+    num_agents: int
+    behavior_names: tuple[str, ...]
+    pid: int | None
+
+
+@dataclass
+class WorkerReply:
+    """A worker's answer to one :class:`WorkerRequest`.
+
+    Observations, rewards, flags and info columns are in the buffers (or in :attr:`rows` for
+    workers that cannot share memory); everything here is small.
+
+    Attributes:
+        worker: index of the worker.
+        seq: the request's sequence number.
+        kind: the request's kind.
+        description: START: the game's description.
+        restart_reason: set when the game had to be restarted during this request.
+        game_pid: process id of the worker's game after the request (None if not running).
+        events: ``(logging level, message)`` lines for the vector env's log.
+        timer_tree: the worker's timer tree since its previous report (periodically).
+        rows: the worker's buffer rows, for workers without shared memory.
+        error: the exception that failed the request (the worker is unusable afterwards for
+            START/ATTACH failures and restart-limit errors).
+    """
+
+    worker: int
+    seq: int
+    kind: RequestKind
+    description: GameDescription | None = None
+    restart_reason: str | None = None
+    game_pid: int | None = None
+    events: list[tuple[int, str]] = field(default_factory=list)
+    timer_tree: dict[str, Any] | None = None
+    rows: dict[str, np.ndarray] | None = None
+    error: BaseException | None = None
+
+    def log_events(self, target: logging.Logger) -> None:
+        """Emit :attr:`events` on ``target``."""
+        for level, message in self.events:
+            target.log(level, message)
