@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 
 from benchmarks.peer_runner import free_port, run_in_peer
-from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv
-from unity_gym.player.build import build_executable
 from unity_gym.player.scenes import scene_names
 
 #: Every scene registered in the player (new scenes are picked up automatically).
@@ -24,23 +22,9 @@ SCENES = tuple(scene_names())
 
 
 @pytest.fixture(scope="session")
-def peer_python() -> Path:
-    """The official mlagents-envs 1.1.0 interpreter, or a skip if it cannot be built."""
-    try:
-        return ensure_peer_venv()
-    except PeerUnavailableError as exc:
-        pytest.skip(f"reference peer venv unavailable: {exc}")
-
-
-@pytest.fixture(scope="session")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """``name -> DIR/name`` (without suffix, as passed to ``UnityEnvironment``)."""
-    directory = tmp_path_factory.mktemp("player_builds")
-    result = {}
-    for scene in SCENES:
-        executable = build_executable(scene, directory)
-        result[scene] = executable.with_suffix("")
-    return result
+def builds(scene_builds: dict[str, Path]) -> dict[str, Path]:
+    """``name -> DIR/name`` of every registered scene (see ``tests/conftest.py``)."""
+    return scene_builds
 
 
 @pytest.fixture
