@@ -286,7 +286,7 @@ def _record_metadata(command_line: Sequence[str], start_wall: float) -> None:
 
 @contextmanager
 def _stop_on_sigint(controller: TrainerController) -> Iterator[None]:
-    """First Ctrl-C: finish the step, save and stop. Second Ctrl-C: abort at once."""
+    """First Ctrl-C (or SIGTERM): finish the step, save and stop. Second one: abort at once."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -297,16 +297,18 @@ def _stop_on_sigint(controller: TrainerController) -> Iterator[None]:
         presses += 1
         if presses > 1:
             raise KeyboardInterrupt
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         print(
-            "\n[INFO] Ctrl-C: stopping after this step and saving the models "
+            f"\n[INFO] {name}: stopping after this step and saving the models "
             "(press Ctrl-C again to abort without saving).",
             file=sys.stderr,
             flush=True,
         )
         controller.request_stop()
 
-    previous = signal.signal(signal.SIGINT, handle)
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -26,7 +26,10 @@ def _lines(stream: object, sink: queue.Queue[str]) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_sigint_saves_a_checkpoint_and_exits_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_stop_signal_saves_a_checkpoint_and_exits_cleanly(
+    tmp_path: Path, stop_signal: signal.Signals
+) -> None:
     behavior = ppo_behavior(max_steps=10_000_000, summary_freq=256, checkpoint_interval=10**9)
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"behaviors": {"CartPole": behavior}}))
@@ -42,7 +45,7 @@ def test_sigint_saves_a_checkpoint_and_exits_cleanly(tmp_path: Path) -> None:
     try:
         while not any("Step:" in line for line in seen):
             seen.append(lines.get(timeout=60))  # training has produced a summary
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop_signal)
         assert process.wait(timeout=60) == 0
     finally:
         if process.poll() is None:
