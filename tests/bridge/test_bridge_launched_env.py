@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bridge_process_utils import eventually, group_members, pid_alive
+from process_utils import eventually, group_members, pid_alive
 
 from unity_gym.base_env import ActionTuple
 from unity_gym.environment import UnityEnvironment

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bridge_process_utils import eventually, group_members
+from process_utils import eventually, group_members
 
 from unity_gym.base_env import ActionTuple
 from unity_gym.environment import UnityEnvironment

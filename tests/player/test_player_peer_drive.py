@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_utils import group_members
 
 from unity_gym.player.scenes import get_scene_class, scene_names
 
@@ -192,21 +193,6 @@ emit({"names": names, "report": report, "stats": collected, "code": code, "pid":
 """
 
 
-def _process_group_members(group: int) -> list[int]:
-    """Live (non-zombie) processes whose process group is ``group``."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[2] == str(group) and fields[0] not in ("Z", "X"):
-            members.append(int(entry.name))
-    return members
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="the orphan check reads /proc")
 @pytest.mark.parametrize("scene", scene_names())
 def test_official_peer_drives_every_registered_scene(
@@ -233,7 +219,7 @@ def test_official_peer_drives_every_registered_scene(
         assert row["duplicate_ids"] == 0, f"{name}: an agent id twice in one batch"
         assert row["fully_masked"] == 0, f"{name}: a branch had every action masked"
     assert result["code"] == 0, "the player must exit by itself after close()"
-    assert _process_group_members(result["pid"]) == [], "the player left processes behind"
+    assert group_members(result["pid"]) == [], "the player left processes behind"
     log = (logs / "Player-0.log").read_text()
     assert "engine configuration: time_scale=9" in log
     assert "Quitting: the trainer closed the connection (status 400)" in log

@@ -1,4 +1,4 @@
-"""Process helpers of the bridge tests (importable by name, unlike ``conftest``)."""
+"""Process helpers shared by the tests (importable by name, unlike ``conftest``)."""
 
 from __future__ import annotations
 
