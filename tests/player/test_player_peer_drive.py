@@ -7,6 +7,7 @@ drives every scene of the registry (new scenes are picked up without editing thi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,10 @@ import pytest
 from process_utils import group_members
 
 from unity_gym.player.scenes import get_scene_class, scene_names
+
+QUIT_ON_CLOSE = re.compile(
+    r"Quitting: the trainer (closed the connection \(status 400\)|disappeared)"
+)
 
 pytestmark = [pytest.mark.peer, pytest.mark.timeout(180)]
 
@@ -106,7 +111,9 @@ def test_official_peer_drives_scene(scene: str, peer: Callable[..., Any], tmp_pa
     assert result["returncode"] == 0, "the player must exit by itself after close()"
     log = (logs / "Player-0.log").read_text()
     assert "engine configuration: time_scale=7" in log
-    assert "Quitting: the trainer closed the connection (status 400)" in log
+    # The official close() answers with status 400 and stops its server without grace, so the
+    # player sees either the 400 or the connection dropping; both must end it normally.
+    assert QUIT_ON_CLOSE.search(log), log[-2000:]
     assert "profile:" in log
     reward_key = f"Player/Cumulative Reward/{scene}?team=0"
     assert result["stats"][reward_key][0] == result["terminals"] > 0
@@ -222,7 +229,9 @@ def test_official_peer_drives_every_registered_scene(
     assert group_members(result["pid"]) == [], "the player left processes behind"
     log = (logs / "Player-0.log").read_text()
     assert "engine configuration: time_scale=9" in log
-    assert "Quitting: the trainer closed the connection (status 400)" in log
+    # The official close() answers with status 400 and stops its server without grace, so the
+    # player sees either the 400 or the connection dropping; both must end it normally.
+    assert QUIT_ON_CLOSE.search(log), log[-2000:]
     ended = [n for n, row in result["report"].items() if row["terminals"]]
     for name in ended:
         assert f"Player/Cumulative Reward/{name}" in result["stats"], "stats channel silent"
