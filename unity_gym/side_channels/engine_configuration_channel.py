@@ -9,9 +9,9 @@ import uuid
 from enum import IntEnum
 from typing import NamedTuple
 
-from unity_gym.exceptions import UnityCommunicationException, UnitySideChannelException
-from unity_gym.side_channels.messages import IncomingMessage, OutgoingMessage
-from unity_gym.side_channels.side_channel import SideChannel
+from unity_gym.exceptions import UnitySideChannelException
+from unity_gym.side_channels.messages import OutgoingMessage
+from unity_gym.side_channels.side_channel import OutgoingOnlySideChannel
 
 __all__ = ["EngineConfig", "EngineConfigurationChannel"]
 
@@ -58,7 +58,7 @@ def _checked_float(name: str, value: float) -> float:
     return float(value)
 
 
-class EngineConfigurationChannel(SideChannel):
+class EngineConfigurationChannel(OutgoingOnlySideChannel):
     """Python→game channel changing engine settings; one message per setting.
 
     The game never sends on this channel; receiving anything raises.
@@ -75,19 +75,10 @@ class EngineConfigurationChannel(SideChannel):
         TARGET_FRAME_RATE = 3
         CAPTURE_FRAME_RATE = 4
 
+    channel_label = "engine configuration"
+
     def __init__(self) -> None:
         super().__init__(self.CHANNEL_ID)
-
-    def on_message_received(self, msg: IncomingMessage) -> None:
-        """Reject the message: the game must not send on this channel.
-
-        Raises:
-            UnityCommunicationException: always.
-        """
-        raise UnityCommunicationException(
-            "The game sent a message on the engine configuration side channel, which only goes "
-            "from Python to the game. The game is not speaking the ML-Agents protocol correctly."
-        )
 
     def set_configuration_parameters(
         self,

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import Any
 
-from unity_gym.exceptions import UnityCommunicationException, UnitySideChannelException
-from unity_gym.side_channels.messages import IncomingMessage, OutgoingMessage
-from unity_gym.side_channels.side_channel import SideChannel
+from unity_gym.exceptions import UnitySideChannelException
+from unity_gym.side_channels.messages import OutgoingMessage
+from unity_gym.side_channels.side_channel import OutgoingOnlySideChannel
 
 __all__ = ["EnvironmentParametersChannel"]
 
@@ -53,7 +53,7 @@ def _as_list(value: object) -> list[Any] | None:
     return list(value)
 
 
-class EnvironmentParametersChannel(SideChannel):
+class EnvironmentParametersChannel(OutgoingOnlySideChannel):
     """Python→game channel setting named parameters (``Academy.EnvironmentParameters``).
 
     Every setter validates its arguments and queues nothing when they are invalid. The game never
@@ -75,19 +75,10 @@ class EnvironmentParametersChannel(SideChannel):
         GAUSSIAN = 1
         MULTIRANGEUNIFORM = 2
 
+    channel_label = "environment parameters"
+
     def __init__(self) -> None:
         super().__init__(self.CHANNEL_ID)
-
-    def on_message_received(self, msg: IncomingMessage) -> None:
-        """Reject the message: the game must not send on this channel.
-
-        Raises:
-            UnityCommunicationException: always.
-        """
-        raise UnityCommunicationException(
-            "The game sent a message on the environment parameters side channel, which only goes "
-            "from Python to the game. The game is not speaking the ML-Agents protocol correctly."
-        )
 
     def set_float_parameter(self, key: str, value: float) -> None:
         """Make the game read the constant ``value`` for ``key``.

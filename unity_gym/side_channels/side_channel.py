@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
+from unity_gym.exceptions import UnityCommunicationException
 from unity_gym.side_channels.messages import IncomingMessage, OutgoingMessage
 
-__all__ = ["SideChannel"]
+__all__ = ["OutgoingOnlySideChannel", "SideChannel"]
 
 
 class SideChannel(ABC):
@@ -36,3 +38,24 @@ class SideChannel(ABC):
     @abstractmethod
     def on_message_received(self, msg: IncomingMessage) -> None:
         """Handle one payload the game sent on this channel."""
+
+
+class OutgoingOnlySideChannel(SideChannel):
+    """A channel whose messages go from Python to the game only.
+
+    Subclasses name the channel in :attr:`channel_label`; a message from the game on it is a
+    protocol violation.
+    """
+
+    channel_label: ClassVar[str] = "an outgoing-only"
+
+    def on_message_received(self, msg: IncomingMessage) -> None:
+        """Reject the message: the game must not send on this channel.
+
+        Raises:
+            UnityCommunicationException: always.
+        """
+        raise UnityCommunicationException(
+            f"The game sent a message on the {self.channel_label} side channel, which only goes "
+            "from Python to the game. The game is not speaking the ML-Agents protocol correctly."
+        )

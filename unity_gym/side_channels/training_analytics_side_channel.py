@@ -20,13 +20,12 @@ from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
 import unity_gym
-from unity_gym.exceptions import UnityCommunicationException
 from unity_gym.protocol.communicator_objects.training_analytics_pb2 import (
     TrainingBehaviorInitialized,
     TrainingEnvironmentInitialized,
 )
-from unity_gym.side_channels.messages import IncomingMessage, OutgoingMessage
-from unity_gym.side_channels.side_channel import SideChannel
+from unity_gym.side_channels.messages import OutgoingMessage
+from unity_gym.side_channels.side_channel import OutgoingOnlySideChannel
 
 __all__ = [
     "DefaultTrainingAnalyticsSideChannel",
@@ -101,7 +100,7 @@ def _packed(message: Message) -> OutgoingMessage:
     return out
 
 
-class TrainingAnalyticsSideChannel(SideChannel):
+class TrainingAnalyticsSideChannel(OutgoingOnlySideChannel):
     """Python→game channel announcing the training environment and each trained behavior.
 
     The game never sends on this channel; receiving anything raises.
@@ -110,20 +109,11 @@ class TrainingAnalyticsSideChannel(SideChannel):
     CHANNEL_ID = uuid.UUID("b664a4a9-d86f-5a5f-95cb-e8353a7e8356")
     """``uuid5(NAMESPACE_URL, "com.unity.ml-agents/TrainingAnalyticsSideChannel")``."""
 
+    channel_label = "training analytics"
+
     def __init__(self) -> None:
         super().__init__(self.CHANNEL_ID)
         self._run_options: dict[str, Any] | None = None
-
-    def on_message_received(self, msg: IncomingMessage) -> None:
-        """Reject the message: the game must not send on this channel.
-
-        Raises:
-            UnityCommunicationException: always.
-        """
-        raise UnityCommunicationException(
-            "The game sent a message on the training analytics side channel, which only goes "
-            "from Python to the game. The game is not speaking the ML-Agents protocol correctly."
-        )
 
     def environment_initialized(
         self,
