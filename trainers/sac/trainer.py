@@ -50,6 +50,25 @@ MIN_LEARNING_RATE = 1e-10
 REPLAY_FILE = "replay_buffer.pt"
 
 
+def _minimize(optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+    """One gradient step of ``optimizer`` on ``loss``."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+
+
+def _branch_q_loss(
+    q_per_branch: tuple[torch.Tensor, ...], actions: torch.Tensor, target: torch.Tensor
+) -> torch.Tensor:
+    """Mean over discrete branches of the MSE between the taken action's Q and ``target``."""
+    return torch.stack(
+        [
+            functional.mse_loss(q.gather(1, actions[:, b : b + 1]).squeeze(1), target)
+            for b, q in enumerate(q_per_branch)
+        ]
+    ).mean()
+
+
 class SACTrainer(Trainer):
     """SAC for one behavior (see the module docstring)."""
 
@@ -275,21 +294,15 @@ class SACTrainer(Trainer):
             target = rewards + self.gamma * not_terminal * (next_q - alpha * next_log_probs)
         q1_loss = functional.mse_loss(self.q1(observations, actions), target)
         q2_loss = functional.mse_loss(self.q2(observations, actions), target)
-        self.q_optimizer.zero_grad(set_to_none=True)
-        (q1_loss + q2_loss).backward()
-        self.q_optimizer.step()
+        _minimize(self.q_optimizer, q1_loss + q2_loss)
 
         new_actions, log_probs = self.policy(observations).rsample_squashed()
         q_new = torch.min(self.q1(observations, new_actions), self.q2(observations, new_actions))
         policy_loss = (alpha * log_probs - q_new).mean()
-        self.policy_optimizer.zero_grad(set_to_none=True)
-        policy_loss.backward()
-        self.policy_optimizer.step()
+        _minimize(self.policy_optimizer, policy_loss)
 
         alpha_loss = -(self.log_alpha * (log_probs.detach() + self.target_entropy).mean()).sum()
-        self.alpha_optimizer.zero_grad(set_to_none=True)
-        alpha_loss.backward()
-        self.alpha_optimizer.step()
+        _minimize(self.alpha_optimizer, alpha_loss)
 
         polyak_update(self.q1, self.q1_target, self.hyper.tau)
         polyak_update(self.q2, self.q2_target, self.hyper.tau)
@@ -328,17 +341,9 @@ class SACTrainer(Trainer):
             target = rewards + self.gamma * not_terminal * next_value
         q1_all = self.q1(observations).split(sizes, dim=1)
         q2_all = self.q2(observations).split(sizes, dim=1)
-        q1_loss = torch.stack(
-            [functional.mse_loss(q.gather(1, actions[:, b : b + 1]).squeeze(1), target)
-             for b, q in enumerate(q1_all)]
-        ).mean()  # fmt: skip
-        q2_loss = torch.stack(
-            [functional.mse_loss(q.gather(1, actions[:, b : b + 1]).squeeze(1), target)
-             for b, q in enumerate(q2_all)]
-        ).mean()  # fmt: skip
-        self.q_optimizer.zero_grad(set_to_none=True)
-        (q1_loss + q2_loss).backward()
-        self.q_optimizer.step()
+        q1_loss = _branch_q_loss(q1_all, actions, target)
+        q2_loss = _branch_q_loss(q2_all, actions, target)
+        _minimize(self.q_optimizer, q1_loss + q2_loss)
 
         log_probs = self.policy(observations, mask).branch_log_probs()
         with torch.no_grad():
@@ -353,14 +358,10 @@ class SACTrainer(Trainer):
             entropies.append(entropy.mean())
             alpha_terms.append(self.log_alpha[b] * (entropy - self.target_entropy[b]).mean())
         policy_loss = torch.stack(policy_terms).sum()
-        self.policy_optimizer.zero_grad(set_to_none=True)
-        policy_loss.backward()
-        self.policy_optimizer.step()
+        _minimize(self.policy_optimizer, policy_loss)
 
         alpha_loss = torch.stack(alpha_terms).sum()
-        self.alpha_optimizer.zero_grad(set_to_none=True)
-        alpha_loss.backward()
-        self.alpha_optimizer.step()
+        _minimize(self.alpha_optimizer, alpha_loss)
 
         polyak_update(self.q1, self.q1_target, self.hyper.tau)
         polyak_update(self.q2, self.q2_target, self.hyper.tau)
