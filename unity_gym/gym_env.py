@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from unity_gym.environment import UnityEnvironment
     from unity_gym.side_channels.side_channel import SideChannel
 
-__all__ = ["MAX_WAIT_STEPS", "UnityGymEnv", "render_frame", "select_behavior"]
+__all__ = ["MAX_WAIT_STEPS", "GameOwner", "UnityGymEnv", "render_frame", "select_behavior"]
 
 MAX_WAIT_STEPS = 10_000
 """Game steps to wait for the driven agent's next decision before giving up with an error."""
@@ -128,7 +128,32 @@ def _decision_report(steps: DecisionSteps, row: int, actions: ActionAdapter) -> 
     )
 
 
-class UnityGymEnv(gymnasium.Env[Any, Any]):
+class GameOwner:
+    """What every front that owns one game exposes: the bridge and the game's settings."""
+
+    _unity: UnityEnvironment | None
+    _settings: GameSettings
+
+    @property
+    def unity_env(self) -> UnityEnvironment:
+        """The bridge driving the game.
+
+        Raises:
+            UnityEnvironmentException: if the env is closed.
+        """
+        if self._unity is None:
+            raise UnityEnvironmentException(
+                f"This {type(self).__name__} is closed; create a new one."
+            )
+        return self._unity
+
+    @property
+    def settings(self) -> GameSettings:
+        """The settings of the running game (the seed follows ``reset(seed=...)``)."""
+        return self._settings
+
+
+class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
     """One agent of a Unity game (a build or a built-in scene) as a Gymnasium env.
 
     The game is started at construction (its first reset gives the spaces) and stopped by
@@ -237,22 +262,6 @@ class UnityGymEnv(gymnasium.Env[Any, Any]):
         self.metadata = {**type(self).metadata, "render_modes": modes}
 
     # -- public API ---------------------------------------------------------------------------
-
-    @property
-    def unity_env(self) -> UnityEnvironment:
-        """The bridge driving the game.
-
-        Raises:
-            UnityEnvironmentException: if the env is closed.
-        """
-        if self._unity is None:
-            raise UnityEnvironmentException("This UnityGymEnv is closed; create a new one.")
-        return self._unity
-
-    @property
-    def settings(self) -> GameSettings:
-        """The settings of the running game (the seed follows ``reset(seed=...)``)."""
-        return self._settings
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -321,7 +321,7 @@ def test_close_stops_the_game_process() -> None:
     env.close()
     assert wait_until_gone({pid}) == set()
     env.close()  # idempotent
-    with pytest.raises(UnityEnvironmentException, match="closed"):
+    with pytest.raises(UnityEnvironmentException, match="This UnityGymEnv is closed"):
         _ = env.unwrapped.unity_env  # type: ignore[attr-defined]
     assert bridge.process is not None and bridge.process.returncode is not None
 

@@ -202,5 +202,5 @@ def test_render_modes_and_close_leave_no_process() -> None:
     assert unity.process is not None
     aec.close()
     assert wait_until_gone(live_child_pids() - before) == set()
-    with pytest.raises(UnityEnvironmentException, match="closed"):
+    with pytest.raises(UnityEnvironmentException, match="This UnityParallelEnv is closed"):
         _ = aec.unwrapped.unity_env

@@ -52,7 +52,7 @@ from pettingzoo import ParallelEnv
 
 from unity_gym.base_env import DecisionSteps, TerminalSteps
 from unity_gym.exceptions import UnityEnvironmentException
-from unity_gym.gym_env import MAX_WAIT_STEPS, render_frame
+from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
 from unity_gym.registration import GameSettings
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 
@@ -96,7 +96,7 @@ class _Accumulated:
     mask: np.ndarray | None = None
 
 
-class UnityParallelEnv(ParallelEnv[str, Any, Any]):
+class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
     """All agents of a Unity game (a build or a built-in scene) as a PettingZoo ParallelEnv.
 
     The game starts at construction (its first reset gives the agents and spaces) and stops in
@@ -181,22 +181,6 @@ class UnityParallelEnv(ParallelEnv[str, Any, Any]):
             raise
 
     # -- PettingZoo API -----------------------------------------------------------------------
-
-    @property
-    def unity_env(self) -> UnityEnvironment:
-        """The bridge driving the game.
-
-        Raises:
-            UnityEnvironmentException: if the env is closed.
-        """
-        if self._unity is None:
-            raise UnityEnvironmentException("This UnityParallelEnv is closed; create a new one.")
-        return self._unity
-
-    @property
-    def settings(self) -> GameSettings:
-        """The settings of the running game (the seed follows ``reset(seed=...)``)."""
-        return self._settings
 
     def observation_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
         """The observation space of ``agent`` (the same object on every call)."""
