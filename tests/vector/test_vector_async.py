@@ -82,3 +82,22 @@ def test_a_timed_out_wait_loses_nothing(make_vector_env: Callable[..., UnityVect
     np.testing.assert_array_equal(obs[:, 0], 2)
     with pytest.raises(NoAsyncCallError):
         env.step_wait()
+
+
+def test_batch_size_can_be_set_to_one_game_after_construction(
+    make_vector_env: Callable[..., UnityVectorEnv],
+) -> None:
+    env = make_vector_env(num_envs=6, num_processes=3, backend="inprocess")
+    assert env.batch_size == 6  # default: every slot, i.e. lock-step
+    with pytest.raises(ValueError, match="batch_size=3 must be a multiple of the 2 agents"):
+        env.batch_size = 3
+    assert env.batch_size == 6
+    env.batch_size = env.agents_per_process
+    env.reset()
+    env.send(np.zeros((6, 2), dtype=np.float32))
+    games = set()
+    for _ in range(3):
+        *_, info = env.recv()
+        assert len(info["env_id"]) == 2
+        games.add(int(info["env_id"][0]) // 2)
+    assert games == {0, 1, 2}

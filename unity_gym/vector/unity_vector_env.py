@@ -137,7 +137,8 @@ class UnityVectorEnv(VectorEnv):
         autoreset_mode: ``AutoresetMode.NEXT_STEP`` (default) or ``SAME_STEP`` (or their
             values ``"NextStep"``/``"SameStep"``).
         batch_size: slots returned by :meth:`recv` (a multiple of the agents per process;
-            default ``num_envs``).
+            default ``num_envs``); the :attr:`batch_size` property changes it later, e.g. to
+            :attr:`agents_per_process` (one game at a time) once that is known.
         behavior_name: the behavior whose agents are the slots (required when the game has
             several).
         flatten_obs: see :class:`unity_gym.spaces.ObservationAdapter`.
@@ -255,7 +256,7 @@ class UnityVectorEnv(VectorEnv):
             if processes != len(self._in_flight):
                 self._launch(range(len(self._in_flight), processes), agents, config, description)
             self._setup_spaces(description, total, processes, flatten_obs, visual_obs)
-            self.batch_size = self._check_batch_size(batch_size)
+            self._batch_size = self._check_batch_size(batch_size)
             self._attach()
         except BaseException:
             self._finalizer()
@@ -338,6 +339,20 @@ class UnityVectorEnv(VectorEnv):
         k = self.agents_per_process
         self._pending_given = np.zeros(num_envs, dtype=bool)
         self._rows = [slice(i * k, (i + 1) * k) for i in range(num_processes)]
+
+    @property
+    def batch_size(self) -> int:
+        """Slots returned by :meth:`recv`; may be set between calls (whole games, see ``__init__``).
+
+        Raises:
+            ValueError: when set to a value that is not a multiple of :attr:`agents_per_process`
+                between it and :attr:`num_envs`.
+        """
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: int | None) -> None:
+        self._batch_size = self._check_batch_size(value)
 
     def _check_batch_size(self, batch_size: int | None) -> int:
         if batch_size is None:
