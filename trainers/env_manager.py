@@ -8,13 +8,18 @@ ignored and it must not be learned from). Action masks are read from ``info["act
 (Gymnasium convention: one flat bool array per slot, ``True`` = allowed); slots without one get
 an all-allowed mask, and as long as the environment has never sent a mask the mask is ``None``
 (everything allowed, nothing to compute).
+
+:class:`EnvManager` is the interface the training loop uses; :class:`VectorEnvManager` (one
+behavior, one vector env) and :class:`trainers.parallel_env_manager.ParallelEnvManager` (several
+behaviors, PettingZoo parallel envs) implement it.
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -23,7 +28,14 @@ from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.settings import ConfigError
 from unity_gym.timers import hierarchical_timer
 
-__all__ = ["BehaviorStep", "PolicyDecision", "VectorEnvManager"]
+__all__ = [
+    "BehaviorSlots",
+    "BehaviorStep",
+    "EnvManager",
+    "LockstepEnvManager",
+    "PolicyDecision",
+    "VectorEnvManager",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +62,9 @@ class BehaviorStep:
             ended, else the same rows as ``observations``.
         final_action_mask: the action mask matching ``final_observations``.
         episodes: ``(cumulative reward, length)`` of each episode that ended at this step.
+        group: the slot group these rows are (0 when the manager steps all slots together).
+            Groups step independently (one game process each in an asynchronous vector env);
+            a trainer pairs a group's decision with that group's next step.
     """
 
     observations: list[np.ndarray]
@@ -61,6 +76,7 @@ class BehaviorStep:
     final_observations: list[np.ndarray]
     final_action_mask: np.ndarray | None
     episodes: list[tuple[float, int]] = field(default_factory=list)
+    group: int = 0
 
     @property
     def done(self) -> np.ndarray:
@@ -68,8 +84,118 @@ class BehaviorStep:
         return self.terminated | self.truncated
 
 
-class VectorEnvManager:
-    """Drives one Gymnasium ``VectorEnv`` whose slots all belong to ``behavior_name``."""
+@dataclass(frozen=True)
+class BehaviorSlots:
+    """The fixed set of slots one trainer drives.
+
+    Attributes:
+        observation_layout: the observation entries of one slot.
+        action_layout: the policy's actions for one slot and their environment format.
+        num_slots: how many slots every :class:`BehaviorStep` of this behavior has (fixed for
+            the whole run, in a stable order).
+    """
+
+    observation_layout: ObservationLayout
+    action_layout: ActionLayout
+    num_slots: int
+
+
+class EnvManager(Protocol):
+    """What the training loop needs from an environment manager.
+
+    ``behaviors`` names one trainer per key. The loop is asynchronous: :meth:`start` resets
+    everything and returns the first observations of every slot *group*; :meth:`send` gives a
+    group its next actions (one :class:`PolicyDecision` per key, one row per slot of the group)
+    and :meth:`receive` returns the next group whose step finished, one :class:`BehaviorStep`
+    per key, all with that ``group``. Managers that step every slot together have one group
+    (:class:`LockstepEnvManager`).
+    """
+
+    @property
+    def behaviors(self) -> dict[str, BehaviorSlots]:
+        """The slots of every trainer, keyed by trainer (behavior) name."""
+        ...
+
+    @property
+    def behavior_names(self) -> list[str]:
+        """The keys of :attr:`behaviors`, in order."""
+        ...
+
+    @property
+    def in_flight(self) -> int:
+        """Groups that were sent actions and whose step was not received yet."""
+        ...
+
+    def start(self, seed: int | None) -> list[dict[str, BehaviorStep]]:
+        """Reset every slot; per group, steps with no reward, no done slot, ``valid`` False."""
+        ...
+
+    def send(self, group: int, decisions: dict[str, PolicyDecision]) -> None:
+        """Give ``group`` its next actions (it then steps)."""
+        ...
+
+    def receive(self) -> dict[str, BehaviorStep]:
+        """Wait for the next group whose step finished and return what its slots saw."""
+        ...
+
+    def close(self) -> None:
+        """Close the environment(s)."""
+        ...
+
+
+class LockstepEnvManager(ABC):
+    """A manager that steps all its slots together: one group, ``0``.
+
+    Subclasses implement :meth:`reset` and :meth:`step`; :meth:`start`, :meth:`send` and
+    :meth:`receive` map the asynchronous interface onto them.
+    """
+
+    _decisions: dict[str, PolicyDecision] | None = None
+
+    @abstractmethod
+    def reset(self, seed: int | None) -> dict[str, BehaviorStep]:
+        """Reset every slot; no rewards, no done slot, ``valid`` all ``False`` (no action yet)."""
+
+    @abstractmethod
+    def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
+        """Act for every slot and return what each slot saw."""
+
+    @property
+    def in_flight(self) -> int:
+        """1 between :meth:`send` and :meth:`receive`, else 0."""
+        return int(self._decisions is not None)
+
+    def start(self, seed: int | None) -> list[dict[str, BehaviorStep]]:
+        """:meth:`reset`, as the only group."""
+        self._decisions = None
+        return [self.reset(seed)]
+
+    def send(self, group: int, decisions: dict[str, PolicyDecision]) -> None:
+        """Keep the actions for the next :meth:`receive`."""
+        if group != 0 or self._decisions is not None:
+            raise ValueError(f"group {group} was sent twice or does not exist (only group 0).")
+        self._decisions = decisions
+
+    def receive(self) -> dict[str, BehaviorStep]:
+        """:meth:`step` with the sent actions."""
+        if self._decisions is None:
+            raise ValueError("receive() without send(): no step is under way.")
+        decisions, self._decisions = self._decisions, None
+        return self.step(decisions)
+
+
+class VectorEnvManager(LockstepEnvManager):
+    """Drives one Gymnasium ``VectorEnv`` whose slots all belong to ``behavior_name``.
+
+    A vector env with EnvPool's ``send(actions, env_ids)`` / ``recv()`` and several game
+    processes (``unity_gym``'s, ``agents_per_process`` slots each) is stepped asynchronously:
+    each game is a group, its ``recv`` batch is set to one game, and a game gets its next
+    actions as soon as its step is in, while the others keep playing. Any other vector env is
+    stepped in lock-step (:meth:`step`, one group).
+
+    The learning reward of a slot is its reward plus ``info["group_reward"]`` where the env
+    reports one, as ML-Agents' extrinsic reward signal does.
+    """
 
     def __init__(self, env: VectorEnv, behavior_name: str) -> None:
         self.env = env
@@ -88,6 +214,21 @@ class VectorEnvManager:
         self._episode_length = np.zeros(self.num_slots, dtype=np.int64)
         self._needs_reset = np.zeros(self.num_slots, dtype=bool)
         self._masks_seen = False
+        per_game = int(getattr(env, "agents_per_process", 0) or 0)
+        self.asynchronous = (
+            hasattr(env, "send") and hasattr(env, "recv") and 0 < per_game < self.num_slots
+        )
+        if self.asynchronous:
+            env.batch_size = per_game  # type: ignore[attr-defined]  # recv: one game at a time
+        size = per_game if self.asynchronous else self.num_slots
+        self.groups = [np.arange(i, i + size) for i in range(0, self.num_slots, size)]
+        self._sent = np.zeros(len(self.groups), dtype=bool)
+
+    @property
+    def behaviors(self) -> dict[str, BehaviorSlots]:
+        """The one behavior of the vector env and its slots."""
+        slots = BehaviorSlots(self.observation_layout, self.action_layout, self.num_slots)
+        return {self.behavior_name: slots}
 
     @property
     def behavior_names(self) -> list[str]:
@@ -95,15 +236,16 @@ class VectorEnvManager:
         return [self.behavior_name]
 
     def reset(self, seed: int | None) -> dict[str, BehaviorStep]:
-        """Reset every slot; the result has no rewards and only valid, not-done slots."""
+        """Reset every slot; no rewards, no done slot, ``valid`` all ``False`` (no action yet)."""
         with hierarchical_timer("env_reset"):
             observations, infos = self.env.reset(seed=seed)
         obs = self.observation_layout.split(observations)
-        mask = self._mask(infos)
+        mask = self._mask(infos, self.num_slots)
         n = self.num_slots
         self._episode_reward[:] = 0.0
         self._episode_length[:] = 0
         self._needs_reset[:] = False
+        self._sent[:] = False
         step = BehaviorStep(
             observations=obs,
             action_mask=mask,
@@ -117,17 +259,81 @@ class VectorEnvManager:
         return {self.behavior_name: step}
 
     def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
-        """Send the behaviors' actions and return what each slot saw."""
+        """Send the behaviors' actions to every slot and return what each slot saw."""
         decision = decisions[self.behavior_name]
         actions = self.action_layout.to_env(decision.continuous, decision.discrete)
         with hierarchical_timer("env_step"):
-            observations, rewards, terminated, truncated, infos = self.env.step(actions)
+            result = self.env.step(actions)
+        return {self.behavior_name: self._outcome(np.arange(self.num_slots), 0, *result)}
+
+    # -- asynchronous stepping -------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Groups (games) that were sent actions and whose step was not received yet."""
+        if not self.asynchronous:
+            return super().in_flight
+        return int(self._sent.sum())
+
+    def start(self, seed: int | None) -> list[dict[str, BehaviorStep]]:
+        """Reset every slot; one step per group (game), in group order."""
+        if not self.asynchronous:
+            return super().start(seed)
+        whole = self.reset(seed)[self.behavior_name]
+        return [{self.behavior_name: _rows(whole, rows, g)} for g, rows in enumerate(self.groups)]
+
+    def send(self, group: int, decisions: dict[str, PolicyDecision]) -> None:
+        """Give one game its slots' actions; it steps at once."""
+        if not self.asynchronous:
+            super().send(group, decisions)
+            return
+        decision = decisions[self.behavior_name]
+        actions = self.action_layout.to_env(decision.continuous, decision.discrete)
+        with hierarchical_timer("env_send"):
+            self.env.send(actions, self.groups[group])  # type: ignore[attr-defined]
+        self._sent[group] = True
+
+    def receive(self) -> dict[str, BehaviorStep]:
+        """Wait for the next game whose step finished."""
+        if not self.asynchronous:
+            return super().receive()
+        with hierarchical_timer("env_receive"):
+            observations, rewards, terminated, truncated, infos = self.env.recv()  # type: ignore[attr-defined]
+        ids = np.asarray(infos["env_id"], dtype=np.int64)
+        group = int(ids[0]) // len(self.groups[0])
+        if not np.array_equal(ids, self.groups[group]):
+            raise RuntimeError(f"recv() returned slots {ids.tolist()}, not one whole game.")
+        self._sent[group] = False
+        step = self._outcome(ids, group, observations, rewards, terminated, truncated, infos)
+        return {self.behavior_name: step}
+
+    def close(self) -> None:
+        """Close the environment."""
+        self.env.close()
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _outcome(
+        self,
+        rows: np.ndarray,
+        group: int,
+        observations: Any,
+        rewards: Any,
+        terminated: Any,
+        truncated: Any,
+        infos: dict[str, Any],
+    ) -> BehaviorStep:
+        """The step of slots ``rows`` (in the env's batch order) from the env's answer."""
+        n = len(rows)
         obs = self.observation_layout.split(observations)
-        mask = self._mask(infos)
-        rewards = np.asarray(rewards, dtype=np.float32).reshape(self.num_slots)
-        terminated = np.array(terminated, dtype=bool).reshape(self.num_slots)
-        truncated = np.array(truncated, dtype=bool).reshape(self.num_slots)
-        valid = ~self._needs_reset
+        mask = self._mask(infos, n)
+        rewards = np.asarray(rewards, dtype=np.float32).reshape(n)
+        group_rewards = infos.get("group_reward") if isinstance(infos, dict) else None
+        if group_rewards is not None:
+            rewards = rewards + np.asarray(group_rewards, dtype=np.float32).reshape(n)
+        terminated = np.array(terminated, dtype=bool).reshape(n)
+        truncated = np.array(truncated, dtype=bool).reshape(n)
+        valid = ~self._needs_reset[rows]
         terminated &= valid
         truncated &= valid
         done = terminated | truncated
@@ -135,9 +341,9 @@ class VectorEnvManager:
         if done.any():
             final_obs, final_mask = self._final_observations(obs, mask, infos, done)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            self._needs_reset = done.copy()
-        episodes = self._track_episodes(rewards, valid, done)
-        step = BehaviorStep(
+            self._needs_reset[rows] = done
+        episodes = self._track_episodes(rows, rewards, valid, done)
+        return BehaviorStep(
             observations=obs,
             action_mask=mask,
             rewards=np.where(valid, rewards, 0.0).astype(np.float32),
@@ -147,28 +353,25 @@ class VectorEnvManager:
             final_observations=final_obs,
             final_action_mask=final_mask,
             episodes=episodes,
+            group=group,
         )
-        return {self.behavior_name: step}
-
-    def close(self) -> None:
-        """Close the environment."""
-        self.env.close()
-
-    # -- helpers --------------------------------------------------------------------------
 
     def _track_episodes(
-        self, rewards: np.ndarray, valid: np.ndarray, done: np.ndarray
+        self, rows: np.ndarray, rewards: np.ndarray, valid: np.ndarray, done: np.ndarray
     ) -> list[tuple[float, int]]:
-        self._episode_reward += np.where(valid, rewards, 0.0)
-        self._episode_length += valid
-        episodes = []
-        for slot in np.flatnonzero(done):
-            episodes.append((float(self._episode_reward[slot]), int(self._episode_length[slot])))
-        self._episode_reward[done] = 0.0
-        self._episode_length[done] = 0
+        self._episode_reward[rows] += np.where(valid, rewards, 0.0)
+        self._episode_length[rows] += valid
+        finished = rows[done]
+        episodes = [
+            (float(self._episode_reward[slot]), int(self._episode_length[slot]))
+            for slot in finished
+        ]
+        self._episode_reward[finished] = 0.0
+        self._episode_length[finished] = 0
         return episodes
 
-    def _mask(self, infos: dict[str, Any]) -> np.ndarray | None:
+    def _mask(self, infos: dict[str, Any], n: int) -> np.ndarray | None:
+        """The ``(n, choices)`` mask of the ``n`` rows of ``infos`` (``None``: no masks yet)."""
         layout = self.action_layout
         if not layout.has_discrete:
             return None
@@ -176,10 +379,10 @@ class VectorEnvManager:
         if raw is None and not self._masks_seen:
             return None
         self._masks_seen = True
-        mask = layout.full_mask(self.num_slots)
+        mask = layout.full_mask(n)
         if raw is None:
             return mask
-        present = np.asarray(infos.get("_action_mask", np.ones(self.num_slots, dtype=bool)))
+        present = np.asarray(infos.get("_action_mask", np.ones(n, dtype=bool)))
         rows = np.flatnonzero(present)
         if rows.size:
             values = np.stack([np.asarray(raw[i], dtype=bool).reshape(-1) for i in rows])
@@ -219,8 +422,27 @@ class VectorEnvManager:
             final_mask[rows] = True
             final_info = infos.get("final_info")
             if isinstance(final_info, dict) and "action_mask" in final_info:
-                present = final_info.get("_action_mask", np.ones(self.num_slots, dtype=bool))
+                present = final_info.get("_action_mask", np.ones(len(done), dtype=bool))
                 for i in rows:
                     if present[i]:
                         final_mask[i] = np.asarray(final_info["action_mask"][i], dtype=bool)
         return final_obs, final_mask
+
+
+def _rows(step: BehaviorStep, rows: np.ndarray, group: int) -> BehaviorStep:
+    """The rows ``rows`` of ``step`` as the step of ``group``."""
+
+    def pick(array: np.ndarray | None) -> np.ndarray | None:
+        return None if array is None else array[rows]
+
+    return BehaviorStep(
+        observations=[entry[rows] for entry in step.observations],
+        action_mask=pick(step.action_mask),
+        rewards=step.rewards[rows],
+        terminated=step.terminated[rows],
+        truncated=step.truncated[rows],
+        valid=step.valid[rows],
+        final_observations=[entry[rows] for entry in step.final_observations],
+        final_action_mask=pick(step.final_action_mask),
+        group=group,
+    )

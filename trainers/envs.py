@@ -1,15 +1,26 @@
 """The one place where training environments are constructed.
 
-Trainers only use the public Gymnasium vector API, so any environment reachable through
-``gymnasium.make_vec`` can be trained:
+Trainers only use the public Gymnasium vector and PettingZoo parallel APIs, so any environment
+reachable through ``gymnasium.make_vec`` can be trained:
 
 * a plain Gymnasium id (``--gym-id CartPole-v1`` or ``--env gym:CartPole-v1``):
   ``num_envs`` synchronous copies with same-step autoreset;
-* a Unity game (``--env path/to/build`` or ``--scene 3DBall``): ``gymnasium.make_vec(
-  "unity_gym:Unity-v0", num_envs=None, num_processes=N, ...)`` through the id's vector entry
-  point, whose slots are every agent of every game process (``--num-envs`` is the number of game
-  processes, as in ``mlagents-learn``). If the id has no vector entry point, ``N`` single-agent
-  games are vectorized synchronously instead (one training area each).
+* a Unity game with one behavior (``--env path/to/build`` or ``--scene 3DBall``):
+  ``gymnasium.make_vec("unity_gym:Unity-v0", num_envs=None, num_processes=N, ...)`` through the
+  id's vector entry point, whose slots are every agent of every game process (``--num-envs`` is
+  the number of game processes, as in ``mlagents-learn``). If the id has no vector entry point,
+  ``N`` single-agent games are vectorized synchronously instead (one training area each);
+* a Unity game with several behaviors (``--scene Tennis``, ``--scene SoccerTwos``, or a build
+  such as ML-Agents' SoccerTwos): ``N`` PettingZoo parallel envs
+  (``unity_gym.pettingzoo.parallel_env``), one per game process, for
+  :class:`~trainers.parallel_env_manager.ParallelEnvManager`. A built-in scene is known to have
+  several behaviors from its declaration in the headless player's scene registry
+  (``unity_gym.player.get_scene_class``), before anything starts. A build only tells when it
+  starts: the vector env refuses it (``UnityEnvironmentException`` "...has several
+  behaviors..."), closes the game it launched, and the PettingZoo envs are created instead.
+  A built-in scene then holds one training area per game process (the PettingZoo env's default)
+  times ``--num-areas``: a PettingZoo episode lasts until every agent of the game has finished, so
+  one area per game keeps agents from idling while other areas finish.
 """
 
 from __future__ import annotations
@@ -22,12 +33,15 @@ from typing import Any
 
 import gymnasium
 from gymnasium.vector import AutoresetMode, VectorEnv
+from pettingzoo import ParallelEnv
 
 from trainers.settings import ConfigError, RunOptions
+from unity_gym.exceptions import UnityEnvironmentException
 
 __all__ = [
     "EMBEDDED_DEFAULT_SCENE",
     "EnvironmentSetupError",
+    "ParallelTrainingEnvironment",
     "TrainingEnvironment",
     "make_training_env",
 ]
@@ -60,12 +74,37 @@ class TrainingEnvironment:
     behavior_candidates: list[str]
     description: str
 
+    def close(self) -> None:
+        """Close the vector environment."""
+        self.env.close()
 
-def make_training_env(options: RunOptions, seed: int, log_folder: Path) -> TrainingEnvironment:
+
+@dataclass
+class ParallelTrainingEnvironment:
+    """PettingZoo parallel envs, one per game process, of a game with several behaviors.
+
+    Attributes:
+        envs: the envs (env *i* was created with seed ``seed + i`` and ``worker_id`` *i*).
+        description: a human-readable description for logs.
+    """
+
+    envs: list[ParallelEnv[str, Any, Any]]
+    description: str
+
+    def close(self) -> None:
+        """Close every env."""
+        _close_all(self.envs)
+
+
+def make_training_env(
+    options: RunOptions, seed: int, log_folder: Path
+) -> TrainingEnvironment | ParallelTrainingEnvironment:
     """Create the environment selected by ``options.env_settings``.
 
     With nothing selected, the embedded default game is used: the built-in
     :data:`EMBEDDED_DEFAULT_SCENE` scene (where ``mlagents-learn`` would wait for the Editor).
+    A Unity game with several behaviors gives a :class:`ParallelTrainingEnvironment` (module
+    documentation), everything else a :class:`TrainingEnvironment`.
 
     Raises:
         EnvironmentSetupError: the environment could not be created.
@@ -111,7 +150,9 @@ def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> Trai
     return TrainingEnvironment(env, list(dict.fromkeys(candidates)), f"Gymnasium {gym_id}")
 
 
-def _make_unity_env(options: RunOptions, seed: int, log_folder: Path) -> TrainingEnvironment:
+def _make_unity_env(
+    options: RunOptions, seed: int, log_folder: Path
+) -> TrainingEnvironment | ParallelTrainingEnvironment:
     env_settings = options.env_settings
     engine = options.engine_settings
     kwargs: dict[str, Any] = {
@@ -137,6 +178,8 @@ def _make_unity_env(options: RunOptions, seed: int, log_folder: Path) -> Trainin
         kwargs["scene"] = env_settings.scene
         what = f"built-in scene {env_settings.scene}"
     processes = env_settings.num_envs
+    if env_settings.scene is not None and _scene_has_several_behaviors(env_settings.scene):
+        return _make_parallel_envs(kwargs, processes, env_settings.base_port, what)
     try:
         spec = _registered_spec(UNITY_ENV_ID)
         if spec.vector_entry_point is not None:
@@ -171,6 +214,12 @@ def _make_unity_env(options: RunOptions, seed: int, log_folder: Path) -> Trainin
         raise EnvironmentSetupError(f"cannot create the Unity environment ({what}): {exc}") from exc
     except (TypeError, ValueError) as exc:
         raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
+    except UnityEnvironmentException as exc:
+        if not _refused_for_several_behaviors(exc):
+            raise
+        # The vector env closed the game it launched before raising.
+        logger.info("%s has several behaviors; training them through PettingZoo.", what)
+        return _make_parallel_envs(kwargs, processes, env_settings.base_port, what)
     reported = _reported_behavior_name(env)
     candidates = [reported.split("?team=")[0], reported] if reported else []
     return TrainingEnvironment(env, list(dict.fromkeys(candidates)), what)
@@ -196,3 +245,61 @@ def _reported_behavior_name(env: VectorEnv) -> str | None:
         except (AttributeError, IndexError):
             name = None
     return str(name) if name else None
+
+
+def _scene_has_several_behaviors(scene: str) -> bool:
+    """Whether built-in ``scene`` declares more than one behavior (False if unknown).
+
+    An unknown scene is left to the vector env, whose error lists the built-in scenes.
+    """
+    from unity_gym.player import PlayerError, get_scene_class
+
+    try:
+        behaviors = get_scene_class(scene)().behaviors()
+    except PlayerError:
+        return False
+    return len({spec.full_name for spec in behaviors}) > 1
+
+
+def _refused_for_several_behaviors(error: UnityEnvironmentException) -> bool:
+    """Whether the vector env refused a game because it has several behaviors.
+
+    ``unity_gym`` raises a plain ``UnityEnvironmentException`` for this, so the message is the
+    only way to tell it from other failures.
+    """
+    return "has several behaviors" in str(error)
+
+
+def _make_parallel_envs(
+    kwargs: dict[str, Any], processes: int, base_port: int | None, what: str
+) -> ParallelTrainingEnvironment:
+    """``processes`` PettingZoo parallel envs of the game (env *i*: seed + *i*, worker *i*)."""
+    from unity_gym.pettingzoo import parallel_env
+
+    envs: list[ParallelEnv[str, Any, Any]] = []
+    try:
+        for index in range(processes):
+            game = dict(kwargs, seed=kwargs["seed"] + index, worker_id=index)
+            if base_port is not None:
+                game["base_port"] = base_port
+            envs.append(parallel_env(**game))
+    except (TypeError, ValueError) as exc:
+        _close_all(envs)
+        raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
+    except BaseException:
+        _close_all(envs)
+        raise
+    count = f"{processes} game process{'es' if processes > 1 else ''}"
+    return ParallelTrainingEnvironment(envs, f"{what}, PettingZoo, {count}")
+
+
+def _close_all(envs: list[ParallelEnv[str, Any, Any]]) -> None:
+    """Close every env, even if closing one fails (the first error is raised at the end)."""
+    errors: list[BaseException] = []
+    for env in envs:
+        try:
+            env.close()
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]

@@ -35,8 +35,9 @@ from trainers.common.checkpoints import (
 from trainers.common.progress import ProgressBar
 from trainers.common.stats import StatsReporter
 from trainers.common.trainer import Trainer, TrainerContext
-from trainers.env_manager import VectorEnvManager
-from trainers.envs import TrainingEnvironment, make_training_env
+from trainers.env_manager import BehaviorSlots, EnvManager, VectorEnvManager
+from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
+from trainers.parallel_env_manager import ParallelEnvManager
 from trainers.ppo.trainer import PPOTrainer
 from trainers.run_directory import RunDirectory, RunDirectoryError, behavior_dir_name
 from trainers.sac.trainer import SACTrainer
@@ -44,7 +45,7 @@ from trainers.settings import ConfigError, RunOptions, TrainerSettings
 from trainers.trainer_controller import TrainerController
 from unity_gym.timers import add_metadata, reset_timers, write_timer_tree
 
-__all__ = ["TRAINER_TYPES", "resolve_behavior_name", "run_training"]
+__all__ = ["TRAINER_TYPES", "configured_behavior_name", "resolve_behavior_name", "run_training"]
 
 logger = logging.getLogger("trainers")
 
@@ -100,7 +101,7 @@ def _set_up(
     start: float,
     progress_stream: TextIO | None,
 ) -> TrainerController:
-    """Write the run's configuration, create the environment and the trainer."""
+    """Write the run's configuration, create the environment and one trainer per behavior."""
     with atomic_write(run.configuration_path) as handle:
         handle.write(options.to_yaml().encode("utf-8"))
     status = TrainingStatus(run.status_path, _versions())
@@ -109,36 +110,63 @@ def _set_up(
     status.save()
     training_env = make_training_env(options, seed, run.run_logs)
     try:
-        behavior = resolve_behavior_name(options, training_env)
-        settings = options.trainer_settings_for(behavior)
-        manager = VectorEnvManager(training_env.env, behavior)
-        logger.info(
-            "Training %s (%s, %d slot(s)) with %s; results in %s",
-            behavior,
-            training_env.description,
-            manager.num_slots,
-            settings.trainer_type.upper(),
-            run.root,
-        )
-        trainer = _build_trainer(
-            options, behavior, settings, manager, run, status, device, seed, start
-        )
-        try:
-            _load_initial_state(options, trainer, run)
-        except BaseException:
-            trainer.close()
-            raise
+        manager = _make_manager(options, training_env)
     except BaseException:
-        training_env.env.close()
+        training_env.close()
         raise
+    trainers: dict[str, Trainer] = {}
+    try:
+        for behavior, slots in manager.behaviors.items():
+            settings = options.trainer_settings_for(behavior)
+            logger.info(
+                "Training %s (%s, %d slot(s)) with %s; results in %s",
+                behavior,
+                training_env.description,
+                slots.num_slots,
+                settings.trainer_type.upper(),
+                run.root,
+            )
+            trainer = _build_trainer(
+                options, behavior, settings, slots, run, status, device, seed, start
+            )
+            trainers[behavior] = trainer
+            _load_initial_state(options, trainer, run)
+    except BaseException:
+        try:
+            for trainer in trainers.values():
+                trainer.close()
+        finally:
+            manager.close()
+        raise
+    max_steps = max(trainer.settings.max_steps for trainer in trainers.values())
     return TrainerController(
         manager,
-        {behavior: trainer},
+        trainers,
         run.root,
-        {behavior: behavior_dir_name(behavior)},
+        {name: behavior_dir_name(name) for name in trainers},
         seed,
-        ProgressBar(settings.max_steps, progress_stream),
+        ProgressBar(max_steps, progress_stream),
     )
+
+
+def _make_manager(
+    options: RunOptions, training_env: TrainingEnvironment | ParallelTrainingEnvironment
+) -> EnvManager:
+    """The env manager of ``training_env``, with the configuration key of each behavior."""
+    if isinstance(training_env, ParallelTrainingEnvironment):
+        return ParallelEnvManager(
+            training_env.envs,
+            trainer_name=lambda candidates: (
+                configured_behavior_name(options, candidates) or candidates[0]
+            ),
+        )
+    behavior = resolve_behavior_name(options, training_env)
+    return VectorEnvManager(training_env.env, behavior)
+
+
+def configured_behavior_name(options: RunOptions, candidates: Sequence[str]) -> str | None:
+    """The first of ``candidates`` that is a key of ``behaviors``, if any."""
+    return next((name for name in candidates if name in options.behaviors), None)
 
 
 def resolve_behavior_name(options: RunOptions, training_env: TrainingEnvironment) -> str:
@@ -149,9 +177,9 @@ def resolve_behavior_name(options: RunOptions, training_env: TrainingEnvironment
     Otherwise the first candidate is used with ``default_settings`` (or ML-Agents' defaults).
     """
     candidates = training_env.behavior_candidates
-    for name in candidates:
-        if name in options.behaviors:
-            return name
+    found = configured_behavior_name(options, candidates)
+    if found is not None:
+        return found
     from_gymnasium = options.env_settings.gym_id is not None
     if len(options.behaviors) == 1 and (from_gymnasium or not candidates):
         return next(iter(options.behaviors))
@@ -167,7 +195,7 @@ def _build_trainer(
     options: RunOptions,
     behavior: str,
     settings: TrainerSettings,
-    manager: VectorEnvManager,
+    slots: BehaviorSlots,
     run: RunDirectory,
     status: TrainingStatus,
     device: torch.device,
@@ -187,9 +215,9 @@ def _build_trainer(
     context = TrainerContext(
         behavior_name=behavior,
         settings=settings,
-        observation_layout=manager.observation_layout,
-        action_layout=manager.action_layout,
-        num_slots=manager.num_slots,
+        observation_layout=slots.observation_layout,
+        action_layout=slots.action_layout,
+        num_slots=slots.num_slots,
         device=device,
         seed=seed,
         training=training,

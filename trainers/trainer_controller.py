@@ -1,10 +1,16 @@
-"""The training loop: advances the environment and every behavior's trainer in turn.
+"""The training loop: advances an asynchronous env manager and every behavior's trainer.
 
-One iteration: each trainer decides actions for its slots, the env manager steps the
-environment, each trainer records its slots' outcomes, then may update (inline, or in its own
-thread with ``threaded: true``), write a summary and save a checkpoint. The loop ends when every
-trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and ONNX
-models are then written.
+The env manager's slots come in *groups* that step independently (the game processes of an
+asynchronous vector env; a lock-step manager has one group). One iteration: the next group
+whose step finished is received, each trainer records its slots' outcomes, may update (inline,
+or in its own thread with ``threaded: true``), write a summary and save a checkpoint, then
+decides the group's next actions, which are sent at once while the other groups keep playing.
+
+An update that closes an on-policy rollout (PPO) first waits for every group in flight and
+records its step, so the rollout ends with every group settled and, with ``threaded: false``,
+every step after the update is taken by the updated policy. The loop ends when every trainer
+has reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and ONNX models
+are then written.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from pathlib import Path
 from trainers.common.checkpoints import atomic_copy
 from trainers.common.progress import ProgressBar
 from trainers.common.trainer import Trainer
-from trainers.env_manager import VectorEnvManager
+from trainers.env_manager import BehaviorStep, EnvManager
 from unity_gym.exceptions import UnityException
 from unity_gym.timers import hierarchical_timer, merge_timer_tree
 
@@ -28,7 +34,7 @@ class TrainerController:
     """Owns the loop over one env manager and its trainers (one per behavior).
 
     Args:
-        env_manager: steps the environment.
+        env_manager: steps the environment (a vector env or PettingZoo envs).
         trainers: trainer per behavior name (every behavior of the env manager).
         run_dir: ``<results>/<run-id>``; final ONNX models are copied to ``<run_dir>/<name>.onnx``.
         artifact_names: file-safe name per behavior (for the final model's file name).
@@ -38,7 +44,7 @@ class TrainerController:
 
     def __init__(
         self,
-        env_manager: VectorEnvManager,
+        env_manager: EnvManager,
         trainers: dict[str, Trainer],
         run_dir: Path,
         artifact_names: dict[str, str],
@@ -81,22 +87,40 @@ class TrainerController:
         self.finish()
 
     def _loop(self) -> None:
-        current = self.env_manager.reset(self.seed)
+        manager = self.env_manager
         trainers = self.trainers
         progress = self.progress
+        for first in manager.start(self.seed):
+            self._decide_and_send(first)
         while not self.stop_requested and not self.all_done:
             with hierarchical_timer("TrainerController.advance"):
-                decisions = {name: trainers[name].decide(step) for name, step in current.items()}
-                current = self.env_manager.step(decisions)
-                for name, step in current.items():
-                    trainers[name].observe(step)
+                received = [self._receive()]
+                if any(t.update_due and t.update_needs_settled_groups for t in trainers.values()):
+                    with hierarchical_timer("settle_groups"):
+                        while manager.in_flight:
+                            received.append(self._receive())
                 for trainer in trainers.values():
                     if not trainer.is_done:
                         trainer.advance()
                     trainer.maybe_write_summary()
                     trainer.maybe_checkpoint()
+                for steps in received:
+                    self._decide_and_send(steps)
             if progress is not None:
                 progress.update(min(t.step for t in trainers.values()))
+
+    def _receive(self) -> dict[str, BehaviorStep]:
+        """The next group's step, recorded by every trainer."""
+        steps = self.env_manager.receive()
+        for name, step in steps.items():
+            self.trainers[name].observe(step)
+        return steps
+
+    def _decide_and_send(self, steps: dict[str, BehaviorStep]) -> None:
+        """Every trainer decides for its slots of the group; the group gets the actions."""
+        decisions = {name: self.trainers[name].decide(step) for name, step in steps.items()}
+        group = next(iter(steps.values())).group
+        self.env_manager.send(group, decisions)
 
     def finish(self) -> None:
         """Wait for running updates, then write final checkpoints and copy the ONNX models."""

@@ -207,6 +207,9 @@ REFERENCE = {  # spec §10: (trainer, batch, buffer, hidden, layers, normalize, 
     "PushBlock_sac": ("sac", 128, 50000, 256, 2, False, 0.99, 64, 2000000),
     "Walker_ppo": ("ppo", 2048, 20480, 256, 3, True, 0.995, 1000, 30000000),
     "Walker_sac": ("sac", 1024, 2000000, 256, 3, True, 0.995, 1000, 15000000),
+    "Tennis_ppo": ("ppo", 2048, 20480, 256, 2, True, 0.99, 1000, 50000000),
+    # the reference is POCA with self-play (not supported): PPO with its hyperparameters
+    "SoccerTwos_ppo": ("ppo", 2048, 20480, 512, 2, False, 0.99, 1000, 50000000),
 }
 
 
@@ -232,6 +235,31 @@ def test_bundled_configs_match_the_reference(name: str) -> None:
 
 def test_every_bundled_config_parses() -> None:
     files = sorted(CONFIG_DIR.glob("*.yaml"))
-    assert len(files) >= 12
+    assert len(files) >= 14
+    assert {path.stem for path in files} >= set(REFERENCE)
     for path in files:
         parse_run_options(load_config_file(path))
+
+
+def test_multi_team_configs_keep_the_reference_schedules() -> None:
+    for name in ("Tennis_ppo", "SoccerTwos_ppo"):
+        options = parse_run_options(load_config_file(CONFIG_DIR / f"{name}.yaml"))
+        (settings,) = options.behaviors.values()
+        hyper = settings.hyperparameters
+        assert isinstance(hyper, PPOHyperparameters)
+        assert (hyper.learning_rate, hyper.learning_rate_schedule) == (3.0e-4, "constant")
+        assert (hyper.beta, hyper.epsilon, hyper.lambd, hyper.num_epoch) == (5.0e-3, 0.2, 0.95, 3)
+        assert settings.summary_freq == 10000
+
+
+def test_every_builtin_example_scene_has_a_ppo_config_for_its_behavior() -> None:
+    from unity_gym.player import get_scene_class, scene_names
+
+    for scene in scene_names():
+        if scene == "Stress":  # synthetic benchmark scene, not an ML-Agents example
+            continue
+        path = CONFIG_DIR / f"{scene}_ppo.yaml"
+        assert path.is_file(), f"no bundled config for built-in scene {scene}"
+        options = parse_run_options(load_config_file(path))
+        names = {spec.name for spec in get_scene_class(scene)().behaviors()}
+        assert set(options.behaviors) == names, scene

@@ -96,6 +96,11 @@ class RolloutBuffer:
         """Env steps recorded so far."""
         return len(self._steps["rewards"])
 
+    @property
+    def awaiting_outcome(self) -> bool:
+        """Whether the last decision has no outcome yet."""
+        return len(self._steps["values"]) > len(self._steps["rewards"])
+
     def add_decision(
         self,
         observations: list[np.ndarray],
@@ -142,7 +147,13 @@ class RolloutBuffer:
         self._valid_count += int(valid.sum())
 
     def finish(self, last_values: np.ndarray) -> Rollout:
-        """Assemble the rollout; ``last_values`` are the values of the current observations."""
+        """Assemble the rollout; ``last_values`` are the values of the current observations.
+
+        Raises:
+            RuntimeError: the last decision has no outcome yet (its step is still running).
+        """
+        if self.awaiting_outcome:
+            raise RuntimeError("the rollout cannot close while a decision awaits its outcome.")
         steps = self._steps
         values = np.stack(steps["values"]).astype(np.float32)
         done = np.stack(steps["done"])

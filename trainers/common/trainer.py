@@ -77,6 +77,9 @@ class Trainer(ABC):
     trainer_type: ClassVar[str]
     # PPO must not collect a second rollout before the previous update is applied; SAC may.
     wait_for_running_update: ClassVar[bool]
+    # PPO closes its rollout with the values of every slot group's current observations, so its
+    # update is taken when no group has a decision awaiting its outcome; SAC needs no such pause.
+    update_needs_settled_groups: ClassVar[bool]
     policy: PolicyNetwork
 
     def __init__(self, context: TrainerContext) -> None:
@@ -153,6 +156,11 @@ class Trainer(ABC):
         """Feed finished episodes to the statistics."""
         for reward, length in step.episodes:
             self.context.stats.add_episode(reward, length)
+
+    @property
+    def update_due(self) -> bool:
+        """Whether :meth:`advance` would start an update now (enough new experience)."""
+        return self.training and not self.is_done and self._update_ready()
 
     def advance(self) -> None:
         """Run (or hand to the trainer thread) an update if enough experience is there."""

@@ -2,8 +2,10 @@
 
 One update, in order:
 
-1. the rollout (``buffer_size`` agent steps over all slots) is closed with the values of the
-   current observations; generalized advantage estimation runs per slot, cut at episode ends,
+1. the rollout (``buffer_size`` agent steps over all slots, recorded per slot group since the
+   games of an asynchronous environment step independently) is closed with the values of each
+   group's current observations; generalized advantage estimation runs per slot, cut at episode
+   ends,
    every ``time_horizon`` steps and at the end of the rollout, bootstrapping from the value of
    the next observation unless the episode terminated (a truncated episode bootstraps from its
    final observation);
@@ -49,6 +51,7 @@ class PPOTrainer(Trainer):
 
     trainer_type = "ppo"
     wait_for_running_update = True
+    update_needs_settled_groups = True
 
     def __init__(self, context: TrainerContext) -> None:
         super().__init__(context)
@@ -76,8 +79,9 @@ class PPOTrainer(Trainer):
         self.gamma = self.settings.extrinsic.gamma
         self.reward_scale = self.settings.extrinsic.strength
         self.deterministic = net.deterministic
-        self.buffer = RolloutBuffer(self.settings.time_horizon, context.num_slots)
-        self._last_observations: list[np.ndarray] | None = None
+        # One rollout buffer per slot group (see BehaviorStep.group): groups step independently.
+        self.buffers: dict[int, RolloutBuffer] = {}
+        self._last_observations: dict[int, list[np.ndarray]] = {}
 
     def modules(self) -> dict[str, nn.Module]:
         return {"policy": self.policy, "critic": self.critic}
@@ -88,19 +92,24 @@ class PPOTrainer(Trainer):
     # -- acting ----------------------------------------------------------------------------
 
     def decide(self, step: BehaviorStep) -> PolicyDecision:
+        recording = self.training and not self.is_done  # past max_steps: act, record nothing
         with self.model_lock, torch.no_grad():
             observations = self.tensors(step.observations)
             mask = self.mask_tensor(step.action_mask)
             dist = self.policy(observations, mask)
             raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
-            values = self.critic(observations) if self.training else None
-            log_probs = dist.log_prob(raw, discrete) if self.training else None
+            values = self.critic(observations) if recording else None
+            log_probs = dist.log_prob(raw, discrete) if recording else None
             env_continuous = dist.env_continuous(raw) if raw is not None else None
         raw_np = raw.cpu().numpy() if raw is not None else None
         discrete_np = discrete.cpu().numpy() if discrete is not None else None
-        if self.training:
+        if recording:
             assert values is not None and log_probs is not None
-            self.buffer.add_decision(
+            buffer = self.buffers.get(step.group)
+            if buffer is None:
+                buffer = RolloutBuffer(self.settings.time_horizon, len(step.valid))
+                self.buffers[step.group] = buffer
+            buffer.add_decision(
                 step.observations,
                 raw_np,
                 discrete_np,
@@ -114,7 +123,8 @@ class PPOTrainer(Trainer):
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
         self.record_episodes(step)
-        if not self.training:
+        buffer = self.buffers.get(step.group)
+        if buffer is None or not buffer.awaiting_outcome:  # the decision was not recorded
             return
         truncation_values = np.zeros(len(step.valid), dtype=np.float32)
         bootstrap = step.truncated & ~step.terminated
@@ -123,33 +133,38 @@ class PPOTrainer(Trainer):
             final = [entry[rows] for entry in step.final_observations]
             with self.model_lock, torch.no_grad():
                 truncation_values[rows] = self.critic(self.tensors(final)).cpu().numpy()
-        self.buffer.add_outcome(
+        buffer.add_outcome(
             step.rewards * self.reward_scale,
             step.terminated,
             step.truncated,
             step.valid,
             truncation_values,
         )
-        self._last_observations = step.observations
+        self._last_observations[step.group] = step.observations
 
     # -- learning --------------------------------------------------------------------------
 
     def _update_ready(self) -> bool:
-        return self.buffer.num_valid >= self.hyper.buffer_size
+        valid = sum(buffer.num_valid for buffer in self.buffers.values())
+        return valid >= self.hyper.buffer_size
 
     def _take_update_job(self) -> Callable[[], None]:
-        assert self._last_observations is not None
-        with self.model_lock, torch.no_grad():
-            last_values = self.critic(self.tensors(self._last_observations)).cpu().numpy()
-        rollout = self.buffer.finish(last_values)
+        rollouts = []
+        for group, buffer in self.buffers.items():
+            if buffer.num_steps == 0:
+                continue
+            with self.model_lock, torch.no_grad():
+                observations = self.tensors(self._last_observations[group])
+                last_values = self.critic(observations).cpu().numpy()
+            rollouts.append(buffer.finish(last_values))
         step = self.step
-        return lambda: self._update(rollout, step)
+        return lambda: self._update(rollouts, step)
 
-    def _update(self, rollout: Rollout, step: int) -> None:
+    def _update(self, rollouts: list[Rollout], step: int) -> None:
         hyper = self.hyper
         with hierarchical_timer("compute_advantages"):
-            advantages, returns = compute_gae(rollout, self.gamma, hyper.lambd)
-        data = _UpdateData(rollout, advantages, returns, self.device)
+            estimates = [compute_gae(rollout, self.gamma, hyper.lambd) for rollout in rollouts]
+        data = _UpdateData(rollouts, estimates, self.device)
         learning_rate = self.learning_rate.value(step)
         epsilon = self.epsilon.value(step)
         beta = self.beta.value(step)
@@ -221,36 +236,47 @@ class _Minibatch:
 
 
 class _UpdateData:
-    """A rollout as flat ``(time * slots, ...)`` tensors on the device, advantages normalized.
+    """Rollouts as flat ``(sum of time * slots, ...)`` tensors on the device, advantages normalized.
 
     Converted once per update; minibatches are then cheap index operations.
     """
 
     def __init__(
         self,
-        rollout: Rollout,
-        advantages: np.ndarray,
-        returns: np.ndarray,
+        rollouts: list[Rollout],
+        estimates: list[tuple[np.ndarray, np.ndarray]],
         device: torch.device,
     ) -> None:
-        def flat(array: np.ndarray) -> torch.Tensor:
-            return torch.as_tensor(array.reshape(-1, *array.shape[2:]), device=device)
+        def flat(arrays: list[np.ndarray]) -> torch.Tensor:
+            joined = np.concatenate([a.reshape(-1, *a.shape[2:]) for a in arrays])
+            return torch.as_tensor(joined, device=device)
 
-        def optional(array: np.ndarray | None) -> torch.Tensor | None:
-            return None if array is None else flat(array)
+        def optional(arrays: list[np.ndarray | None]) -> torch.Tensor | None:
+            present = next((a for a in arrays if a is not None), None)
+            if present is None:
+                return None
+            # a group that never saw an action mask: everything allowed
+            return flat(
+                [
+                    a if a is not None else np.ones((*r.valid.shape, *present.shape[2:]), bool)
+                    for a, r in zip(arrays, rollouts, strict=True)
+                ]
+            )
 
-        self.valid_rows = torch.as_tensor(
-            np.flatnonzero(rollout.valid.reshape(-1)), dtype=torch.long, device=device
-        )
-        self.observations = [flat(entry) for entry in rollout.observations]
-        self.continuous = optional(rollout.continuous)
-        self.discrete = optional(rollout.discrete)
-        masks = optional(rollout.masks)
+        valid = np.concatenate([rollout.valid.reshape(-1) for rollout in rollouts])
+        self.valid_rows = torch.as_tensor(np.flatnonzero(valid), dtype=torch.long, device=device)
+        self.observations = [
+            flat([rollout.observations[i] for rollout in rollouts])
+            for i in range(len(rollouts[0].observations))
+        ]
+        self.continuous = optional([rollout.continuous for rollout in rollouts])
+        self.discrete = optional([rollout.discrete for rollout in rollouts])
+        masks = optional([rollout.masks for rollout in rollouts])
         self.masks = None if masks is None else masks.to(torch.float32)
-        self.log_probs = flat(rollout.log_probs)
-        self.values = flat(rollout.values)
-        self.returns = flat(returns)
-        self.advantages = flat(advantages).clone()
+        self.log_probs = flat([rollout.log_probs for rollout in rollouts])
+        self.values = flat([rollout.values for rollout in rollouts])
+        self.returns = flat([returns for _, returns in estimates])
+        self.advantages = flat([advantages for advantages, _ in estimates])
         valid_advantages = self.advantages[self.valid_rows]
         self.advantages[self.valid_rows] = (valid_advantages - valid_advantages.mean()) / (
             valid_advantages.std(unbiased=False) + 1e-8

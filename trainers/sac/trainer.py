@@ -74,6 +74,7 @@ class SACTrainer(Trainer):
 
     trainer_type = "sac"
     wait_for_running_update = False
+    update_needs_settled_groups = False
 
     def __init__(self, context: TrainerContext) -> None:
         super().__init__(context)
@@ -122,7 +123,8 @@ class SACTrainer(Trainer):
         self.reward_scale = self.settings.extrinsic.strength
         self.deterministic = net.deterministic
         self.replay = ReplayBuffer(hyper.buffer_size)
-        self._pending_decision: dict[str, Any] | None = None
+        # The last decision of each slot group (see BehaviorStep.group), until its outcome.
+        self._pending_decisions: dict[int, dict[str, Any]] = {}
         self.num_entries = len(layout.entries)
 
     def modules(self) -> dict[str, nn.Module]:
@@ -173,8 +175,8 @@ class SACTrainer(Trainer):
             continuous = dist.env_continuous(raw) if raw is not None else None
         continuous_np = continuous.cpu().numpy() if continuous is not None else None
         discrete_np = discrete.cpu().numpy() if discrete is not None else None
-        if self.training:
-            self._pending_decision = {
+        if self.training and not self.is_done:  # past max_steps: act, record nothing
+            self._pending_decisions[step.group] = {
                 "observations": step.observations,
                 "mask": step.action_mask,
                 "continuous": continuous_np,
@@ -185,9 +187,9 @@ class SACTrainer(Trainer):
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
         self.record_episodes(step)
-        if not self.training or self._pending_decision is None:
+        decision = self._pending_decisions.pop(step.group, None)
+        if not self.training or decision is None:
             return
-        decision, self._pending_decision = self._pending_decision, None
         rows = np.flatnonzero(step.valid)
         if rows.size == 0:
             return

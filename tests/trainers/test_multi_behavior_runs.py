@@ -1,0 +1,193 @@
+"""``unity-train`` on games with several behaviors, through PettingZoo parallel envs.
+
+Built-in Tennis and SoccerTwos (two teams of one behavior name: one shared trainer) and a Unity
+build with two differently named behaviors (two trainers; the vector env refuses the build, the
+run falls back to PettingZoo). All games are real headless-player processes over gRPC.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+from trainer_scenes import SCENE, scene_path_env
+from trainer_test_support import RunTrain, ppo_behavior
+
+from trainers.common.checkpoints import load_checkpoint
+from trainers.envs import ParallelTrainingEnvironment, make_training_env
+from trainers.settings import parse_run_options
+from unity_gym.player.build import build_executable
+
+pytestmark = pytest.mark.timeout(120)
+
+SELF_PLAY_WARNING = "self-play is not supported"
+
+
+def _game_processes(marker: str) -> set[int]:
+    """Live processes whose command line contains ``marker`` (e.g. their log folder)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in command and state not in ("Z", "X"):
+            found.add(int(entry.name))
+    return found
+
+
+def _input_shapes(model: Path) -> dict[str, list[object]]:
+    session = onnxruntime.InferenceSession(str(model))
+    return {i.name: list(i.shape) for i in session.get_inputs()}
+
+
+def test_ppo_on_tennis_trains_both_teams_with_one_trainer(
+    run_train: RunTrain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    behavior = ppo_behavior(max_steps=320, summary_freq=160, checkpoint_interval=160)
+    run = run_train({"behaviors": {"Tennis": behavior}}, "--scene", "Tennis", "--num-envs", "2",
+                    "--num-areas", "2", "--seed", "4", "--no-graphics")  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.count(SELF_PLAY_WARNING) == 1
+    assert "PettingZoo, 2 game processes, 8 slot(s)" in err  # 2 games x 2 areas x 2 teams
+    assert sorted(p.name for p in run.iterdir()) == [
+        "Tennis",
+        "Tennis.onnx",
+        "configuration.yaml",
+        "run_logs",
+    ]
+    behavior_dir = run / "Tennis"
+    assert list(behavior_dir.glob("events.out.tfevents.*"))
+    # steps count the valid slots only (finished agents wait for their game's reset)
+    state = load_checkpoint(behavior_dir / "checkpoint.pt")
+    assert state["trainer_type"] == "ppo" and 320 <= state["step"] < 320 + 8
+    assert state["update_count"] >= 2
+    checkpoints = sorted(int(p.stem.split("-")[1]) for p in behavior_dir.glob("Tennis-*.pt"))
+    assert len(checkpoints) == 2 and 160 <= checkpoints[0] < 168
+    assert checkpoints[1] == state["step"]
+    status = json.loads((run / "run_logs" / "training_status.json").read_text())
+    assert set(status) == {"Tennis", "metadata"}
+    timers = json.loads((run / "run_logs" / "timers.json").read_text())
+    loop = timers["children"]["TrainerController.start_learning"]["children"]
+    assert loop["TrainerController.advance"]["count"] >= 320 // 8
+    assert "env_step" in loop["TrainerController.advance"]["children"]
+    assert (run / "run_logs" / "Player-0.log").is_file()
+    assert (run / "run_logs" / "Player-1.log").is_file()
+    assert _input_shapes(run / "Tennis.onnx") == {"obs_0": ["batch", 27]}
+    assert not _game_processes(str(run / "run_logs"))
+
+
+def test_ppo_on_soccer_twos_with_dict_observations_and_masks(
+    run_train: RunTrain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    behavior = ppo_behavior(max_steps=240, summary_freq=120, checkpoint_interval=10**6)
+    run = run_train({"behaviors": {"SoccerTwos": behavior}}, "--scene", "SoccerTwos", "--seed",
+                    "6", "--no-graphics", "--env-args", "--option",
+                    "max_environment_steps=50")  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.count(SELF_PLAY_WARNING) == 1
+    assert "Mean Reward" in err  # episodes (interrupted after 50 steps) were completed
+    assert sorted(p.name for p in run.iterdir() if p.suffix == ".onnx") == ["SoccerTwos.onnx"]
+    assert _input_shapes(run / "SoccerTwos.onnx") == {
+        "obs_0": ["batch", 264],
+        "obs_1": ["batch", 72],
+        "action_masks": ["batch", 9],
+    }
+    state = load_checkpoint(run / "SoccerTwos" / "checkpoint.pt")
+    assert state["trainer_type"] == "ppo" and 240 <= state["step"] < 240 + 4
+    assert (run / "run_logs" / "timers.json").is_file()
+
+
+@pytest.fixture
+def two_behavior_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Unity-style build of the two-behavior test scene (``Seeker`` and ``Hider``)."""
+    monkeypatch.setenv("PYTHONPATH", scene_path_env())
+    return build_executable(SCENE, tmp_path / "builds", name="TwoBehaviors").with_suffix("")
+
+
+def test_a_build_with_two_behaviors_trains_two_trainers_with_default_settings(
+    run_train: RunTrain, two_behavior_build: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = {"hidden_units": 8, "num_layers": 1}
+    config = {  # Hider is not listed: default_settings (an 8-unit network) apply to it
+        "behaviors": {"Seeker": ppo_behavior(max_steps=200, summary_freq=100)},
+        "default_settings": ppo_behavior(max_steps=200, summary_freq=100, network_settings=small),
+    }
+    run = run_train(config, "--env", str(two_behavior_build), "--num-areas", "2", "--seed", "1",
+                    "--no-graphics")  # fmt: skip
+    err = capsys.readouterr().err
+    assert "has several behaviors; training them through PettingZoo" in err
+    assert SELF_PLAY_WARNING not in err  # no teams here: one behavior per name
+    assert "Training Hider" in err and "Training Seeker" in err
+    assert sorted(p.name for p in run.iterdir()) == [
+        "Hider",
+        "Hider.onnx",
+        "Seeker",
+        "Seeker.onnx",
+        "configuration.yaml",
+        "run_logs",
+    ]
+    seeker = load_checkpoint(run / "Seeker" / "checkpoint.pt")
+    hider = load_checkpoint(run / "Hider" / "checkpoint.pt")
+    assert seeker["step"] >= 200 and hider["step"] >= 200
+    first_layers = {  # (hidden units, observation size) of the policy's first layer
+        name: {tuple(v.shape) for v in state["modules"]["policy"].values() if v.dim() == 2}
+        for name, state in (("Seeker", seeker), ("Hider", hider))
+    }
+    assert (16, 3) in first_layers["Seeker"] and (8, 2) in first_layers["Hider"]
+    assert _input_shapes(run / "Seeker.onnx") == {"obs_0": ["batch", 3]}
+    hider_inputs = _input_shapes(run / "Hider.onnx")
+    assert hider_inputs == {"obs_0": ["batch", 2], "action_masks": ["batch", 5]}
+    status = json.loads((run / "run_logs" / "training_status.json").read_text())
+    assert {"Hider", "Seeker"} <= set(status)
+    assert (run / "run_logs" / "timers.json").is_file()
+
+
+def test_the_refused_vector_env_leaves_only_the_pettingzoo_games(
+    two_behavior_build: Path, tmp_path: Path
+) -> None:
+    options = parse_run_options({"env_settings": {"env_path": str(two_behavior_build),
+                                                  "num_envs": 2}})  # fmt: skip
+    logs = tmp_path / "logs"
+    training_env = make_training_env(options, seed=3, log_folder=logs)
+    try:
+        assert isinstance(training_env, ParallelTrainingEnvironment)
+        assert len(training_env.envs) == 2
+        # the vector env's worker and game are gone; one game per PettingZoo env is left
+        games = _game_processes(str(logs))
+        assert len(games) == 2
+        for pid in games:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            assert "unity_gym.player" in command
+    finally:
+        training_env.close()
+    assert not _game_processes(str(logs))
+
+
+def test_pettingzoo_games_get_areas_seeds_and_environment_parameters(tmp_path: Path) -> None:
+    options = parse_run_options(
+        {
+            "env_settings": {"scene": "Tennis", "num_envs": 2, "num_areas": 2},
+            "environment_parameters": {"angle": 0.0},  # Tennis: no racket tilt at all
+        }
+    )
+    training_env = make_training_env(options, seed=8, log_folder=tmp_path)
+    try:
+        assert isinstance(training_env, ParallelTrainingEnvironment)
+        for index, env in enumerate(training_env.envs):
+            assert len(env.possible_agents) == 4  # 2 areas x 2 teams
+            assert env.unwrapped.settings.seed == 8 + index  # type: ignore[attr-defined]
+            env.reset(seed=8 + index)
+            tilt = np.array([0.0, 0.0, 1.0], dtype=np.float32)  # full tilt, were it allowed
+            for _ in range(3):
+                observations, *_ = env.step({agent: tilt for agent in env.agents})
+            for observation in observations.values():
+                assert np.all(observation[8::9] == 0.0)  # sin(tilt / 2) of every stacked report
+    finally:
+        training_env.close()
