@@ -16,8 +16,8 @@ reachable through ``gymnasium.make_vec`` can be trained:
   :class:`~trainers.parallel_env_manager.ParallelEnvManager`. A built-in scene is known to have
   several behaviors from its declaration in the headless player's scene registry
   (``unity_gym.player.get_scene_class``), before anything starts. A build only tells when it
-  starts: the vector env refuses it (``UnityEnvironmentException`` "...has several
-  behaviors..."), closes the game it launched, and the PettingZoo envs are created instead.
+  starts: the vector env refuses it (``UnityMultipleBehaviorsException``), closes the game it
+  launched, and the PettingZoo envs are created instead.
   A built-in scene then holds one training area per game process (the PettingZoo env's default)
   times ``--num-areas``: a PettingZoo episode lasts until every agent of the game has finished, so
   one area per game keeps agents from idling while other areas finish.
@@ -36,7 +36,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from pettingzoo import ParallelEnv
 
 from trainers.settings import ConfigError, RunOptions
-from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.exceptions import UnityMultipleBehaviorsException
 
 __all__ = [
     "EMBEDDED_DEFAULT_SCENE",
@@ -214,9 +214,7 @@ def _make_unity_env(
         raise EnvironmentSetupError(f"cannot create the Unity environment ({what}): {exc}") from exc
     except (TypeError, ValueError) as exc:
         raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
-    except UnityEnvironmentException as exc:
-        if not _refused_for_several_behaviors(exc):
-            raise
+    except UnityMultipleBehaviorsException:
         # The vector env closed the game it launched before raising.
         logger.info("%s has several behaviors; training them through PettingZoo.", what)
         return _make_parallel_envs(kwargs, processes, env_settings.base_port, what)
@@ -259,15 +257,6 @@ def _scene_has_several_behaviors(scene: str) -> bool:
     except PlayerError:
         return False
     return len({spec.full_name for spec in behaviors}) > 1
-
-
-def _refused_for_several_behaviors(error: UnityEnvironmentException) -> bool:
-    """Whether the vector env refused a game because it has several behaviors.
-
-    ``unity_gym`` raises a plain ``UnityEnvironmentException`` for this, so the message is the
-    only way to tell it from other failures.
-    """
-    return "has several behaviors" in str(error)
 
 
 def _make_parallel_envs(

@@ -11,6 +11,7 @@ __all__ = [
     "UnityCommunicatorStoppedException",
     "UnityEnvironmentException",
     "UnityException",
+    "UnityMultipleBehaviorsException",
     "UnityObservationException",
     "UnitySideChannelException",
     "UnityTimeOutException",
@@ -24,6 +25,14 @@ class UnityException(Exception):
 
 class UnityEnvironmentException(UnityException):
     """The game could not be launched, exited, or is not compatible."""
+
+
+class UnityMultipleBehaviorsException(UnityEnvironmentException):
+    """The game has several behaviors but the front drives one and none was chosen.
+
+    Choose one with ``behavior_name=...``, or drive them all through
+    :mod:`unity_gym.pettingzoo`.
+    """
 
 
 class UnityCommunicationException(UnityException):

@@ -50,7 +50,7 @@ import gymnasium
 import numpy as np
 
 from unity_gym.base_env import BehaviorSpec, DecisionSteps
-from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.exceptions import UnityEnvironmentException, UnityMultipleBehaviorsException
 from unity_gym.registration import GameSettings
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 
@@ -83,7 +83,7 @@ def select_behavior(specs: Mapping[str, BehaviorSpec], behavior_name: str | None
     if behavior_name is None:
         if len(names) == 1:
             return names[0]
-        raise UnityEnvironmentException(
+        raise UnityMultipleBehaviorsException(
             f"The game has {len(names)} behaviors {names}; choose one with behavior_name=..."
         )
     if behavior_name in specs:

@@ -16,7 +16,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import unity_gym  # noqa: F401  (registers the ids)
 from unity_gym.base_env import ActionSpec, BehaviorSpec
-from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.exceptions import UnityEnvironmentException, UnityMultipleBehaviorsException
 from unity_gym.gym_env import UnityGymEnv, select_behavior
 from unity_gym.spaces import check_sb3_action_space
 
@@ -337,7 +337,7 @@ def test_behavior_selection_rules() -> None:
     assert select_behavior({"3DBall?team=0": spec}, None) == "3DBall?team=0"
     assert select_behavior({"3DBall?team=0": spec}, "3DBall") == "3DBall?team=0"
     assert select_behavior(teams, "Tennis?team=1") == "Tennis?team=1"
-    with pytest.raises(UnityEnvironmentException, match="behavior_name"):
+    with pytest.raises(UnityMultipleBehaviorsException, match="behavior_name"):
         select_behavior(teams, None)
     with pytest.raises(UnityEnvironmentException, match="ambiguous"):
         select_behavior(teams, "Tennis")

@@ -10,10 +10,12 @@ import pytest
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
+from unity_gym.exceptions import UnityEnvironmentException, UnityMultipleBehaviorsException
 from unity_gym.registration import GameSettings
 from unity_gym.vector.autoreset import AgentSlots, Routing
 from unity_gym.vector.buffers import BufferLayout, StepBuffers
 from unity_gym.vector.faults import RestartPolicy, RestartTracker
+from unity_gym.vector.game_worker import select_behavior
 from unity_gym.vector.planning import check_slot_count, plan_processes
 
 
@@ -204,3 +206,14 @@ def test_shared_buffers_are_written_by_another_process() -> None:
         buffers.close()
     with pytest.raises(FileNotFoundError):
         StepBuffers.attach_shared(layout, name)
+
+
+def test_a_game_with_several_behaviors_needs_a_choice() -> None:
+    teams = ["Tennis?team=0", "Tennis?team=1"]
+    assert select_behavior(["3DBall?team=0"], None) == "3DBall?team=0"
+    assert select_behavior(teams, "Tennis?team=1") == "Tennis?team=1"
+    with pytest.raises(UnityMultipleBehaviorsException, match="pass behavior_name"):
+        select_behavior(teams, None)
+    with pytest.raises(UnityEnvironmentException, match="not a behavior of this game") as error:
+        select_behavior(teams, "Soccer")
+    assert not isinstance(error.value, UnityMultipleBehaviorsException)

@@ -25,6 +25,7 @@ from unity_gym.exceptions import (
     UnityActionException,
     UnityEnvironmentException,
     UnityException,
+    UnityMultipleBehaviorsException,
     UnityTimeOutException,
 )
 from unity_gym.registration import GameSettings
@@ -84,8 +85,8 @@ def select_behavior(available: list[str], requested: str | None) -> str:
     """The behavior to drive among ``available`` (the game's behavior names).
 
     Raises:
-        UnityEnvironmentException: if ``requested`` is unknown, or is None while the game has
-            several behaviors or none.
+        UnityMultipleBehaviorsException: ``requested`` is None and the game has several.
+        UnityEnvironmentException: ``requested`` is unknown, or the game has no behavior.
     """
     if requested is not None:
         if requested in available:
@@ -101,7 +102,7 @@ def select_behavior(available: list[str], requested: str | None) -> str:
             "The game reported no behavior after its reset: no agent requested a decision. "
             "Check that its agents use the default (remote) behavior type."
         )
-    raise UnityEnvironmentException(
+    raise UnityMultipleBehaviorsException(
         f"The game has several behaviors {sorted(available)}; pass behavior_name=... to choose "
         "whose agents become the vector env's slots (unity_gym.pettingzoo drives all of them)."
     )
