@@ -40,6 +40,7 @@ from unity_gym.exceptions import UnityMultipleBehaviorsException
 
 __all__ = [
     "EMBEDDED_DEFAULT_SCENE",
+    "SINGLE_GAME_BACKEND",
     "EnvironmentSetupError",
     "ParallelTrainingEnvironment",
     "TrainingEnvironment",
@@ -54,6 +55,9 @@ UNITY_ENV_ID = "unity_gym:Unity-v0"
 class EnvironmentSetupError(ConfigError):
     """The environment could not be created (unknown id, missing build, bad option)."""
 
+
+SINGLE_GAME_BACKEND = "inprocess"
+"""The vector env backend of a run with one game process (several games: ``subprocess``)."""
 
 EMBEDDED_DEFAULT_SCENE = "3DBall"
 """The built-in scene trained when no environment is selected (``Unity-v0``'s default game)."""
@@ -190,6 +194,9 @@ def _make_unity_env(
                 UNITY_ENV_ID,
                 num_envs=None,  # type: ignore[arg-type]  # slots = all agents of all processes
                 num_processes=processes,
+                # One game has nothing to overlap with: its worker runs as a thread here,
+                # sparing a process hop per step. Several games get a worker process each.
+                backend=SINGLE_GAME_BACKEND if processes == 1 else "subprocess",
                 autoreset_mode=AutoresetMode.SAME_STEP,
                 max_lifetime_restarts=env_settings.max_lifetime_restarts,
                 restarts_rate_limit_n=env_settings.restarts_rate_limit_n,

@@ -109,3 +109,41 @@ def test_mlagents_learn_trains_on_the_player(peer_python: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "OK: trained 12000 steps without error" in proc.stdout
     assert "3DBall.onnx" in proc.stdout
+
+
+def test_train_3dball_reads_the_first_summary_at_the_target() -> None:
+    from benchmarks.train_3dball import time_to_target
+
+    line = (
+        "[INFO] 3DBall. Step: {step}. Time Elapsed: 1.0 s. Mean Reward: {mean}. "
+        "Std of Reward: 0.5. Training.\n"
+    )
+    lines = [
+        (3.0, "[INFO] starting\n"),
+        (10.0, line.format(step=12000, mean="2.5")),
+        (20.0, line.format(step=24000, mean="90.5")),
+        (30.0, line.format(step=36000, mean="100.0")),
+    ]
+    assert time_to_target(lines, 90.0) == (20.0, 24000, 90.5)
+    assert time_to_target(lines[:2], 90.0) == (None, 12000, 2.5)
+    seconds, step, mean = time_to_target([], 90.0)
+    assert (seconds, step) == (None, 0) and mean != mean  # NaN without any summary
+
+
+def test_train_3dball_translates_the_ppo_config_for_sb3() -> None:
+    from benchmarks.train_3dball import DEFAULT_CONFIG, sb3_arguments
+
+    behavior = yaml.safe_load(DEFAULT_CONFIG.read_text())["behaviors"]["3DBall"]
+    kwargs = sb3_arguments(behavior, num_slots=48)
+    assert kwargs["n_steps"] == 250  # 12000 agent steps over 48 agents
+    assert (kwargs["batch_size"], kwargs["n_epochs"], kwargs["total_timesteps"]) == (64, 3, 500000)
+    assert (kwargs["gamma"], kwargs["gae_lambda"], kwargs["ent_coef"]) == (0.99, 0.99, 0.001)
+    assert kwargs["learning_rate"](1.0) == pytest.approx(3e-4)  # linear over max_steps
+    assert kwargs["learning_rate"](0.5) == pytest.approx(1.5e-4)
+    assert kwargs["clip_range"](0.5) == pytest.approx(0.1)  # epsilon follows the lr schedule
+    assert kwargs["policy_kwargs"]["net_arch"] == {"pi": [128, 128], "vf": [128, 128]}
+    constant = dict(behavior, hyperparameters=dict(behavior["hyperparameters"],
+                                                   learning_rate_schedule="constant"))  # fmt: skip
+    assert sb3_arguments(constant, num_slots=12)["learning_rate"] == pytest.approx(3e-4)
+    with pytest.raises(ValueError, match="needs a ppo config"):
+        sb3_arguments(dict(behavior, trainer_type="sac"), num_slots=12)
