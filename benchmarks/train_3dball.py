@@ -225,50 +225,36 @@ def _commands(
     num_games: int,
     seed: int,
 ) -> list[str]:
-    results = str(workdir / f"results-{name}")
+    """The command line of contender ``name`` (the same config, build, games and seed)."""
+    shared = [
+        str(config),
+        "--env",
+        str(build),
+        "--num-envs",
+        str(num_games),
+        "--run-id",
+        "bench",
+        "--results-dir",
+        str(workdir / f"results-{name}"),
+        "--seed",
+        str(seed),
+        "--timeout-wait",
+        "120",
+    ]
     if name == "unity-train":
-        return [
-            sys.executable,
-            "-m",
-            "trainers",
-            str(config),
-            "--env",
-            str(build),
-            "--num-envs",
-            str(num_games),
-            "--run-id",
-            "bench",
-            "--results-dir",
-            results,
-            "--seed",
-            str(seed),
-            "--timeout-wait",
-            "120",
-        ]
+        return [sys.executable, "-m", "trainers", *shared]
     if name == "mlagents-learn":
         assert python is not None
         return [
             str(python),
             "-c",
             _LEARN_WITH_LEGACY_ONNX_EXPORT,
-            str(config),
-            "--env",
-            str(build),
-            "--num-envs",
-            str(num_games),
-            "--run-id",
-            "bench",
-            "--results-dir",
-            results,
+            *shared,
             "--base-port",
             str(free_port()),
-            "--seed",
-            str(seed),
             "--no-graphics",
             "--torch-device",
             "cpu",
-            "--timeout-wait",
-            "120",
         ]
     return [
         sys.executable,

@@ -83,6 +83,21 @@ class BehaviorStep:
         """Slots whose episode ended at this step."""
         return self.terminated | self.truncated
 
+    @classmethod
+    def first(cls, observations: list[np.ndarray], action_mask: np.ndarray | None) -> BehaviorStep:
+        """The step after a reset: no reward, no done slot, ``valid`` all ``False``."""
+        n = len(observations[0])
+        return cls(
+            observations=observations,
+            action_mask=action_mask,
+            rewards=np.zeros(n, dtype=np.float32),
+            terminated=np.zeros(n, dtype=bool),
+            truncated=np.zeros(n, dtype=bool),
+            valid=np.zeros(n, dtype=bool),
+            final_observations=observations,
+            final_action_mask=action_mask,
+        )
+
 
 @dataclass(frozen=True)
 class BehaviorSlots:
@@ -241,22 +256,11 @@ class VectorEnvManager(LockstepEnvManager):
             observations, infos = self.env.reset(seed=seed)
         obs = self.observation_layout.split(observations)
         mask = self._mask(infos, self.num_slots)
-        n = self.num_slots
         self._episode_reward[:] = 0.0
         self._episode_length[:] = 0
         self._needs_reset[:] = False
         self._sent[:] = False
-        step = BehaviorStep(
-            observations=obs,
-            action_mask=mask,
-            rewards=np.zeros(n, dtype=np.float32),
-            terminated=np.zeros(n, dtype=bool),
-            truncated=np.zeros(n, dtype=bool),
-            valid=np.zeros(n, dtype=bool),
-            final_observations=obs,
-            final_action_mask=mask,
-        )
-        return {self.behavior_name: step}
+        return {self.behavior_name: BehaviorStep.first(obs, mask)}
 
     def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
         """Send the behaviors' actions to every slot and return what each slot saw."""

@@ -35,6 +35,7 @@ import gymnasium
 from gymnasium.vector import AutoresetMode, VectorEnv
 from pettingzoo import ParallelEnv
 
+from trainers.parallel_env_manager import close_all
 from trainers.settings import ConfigError, RunOptions
 from unity_gym.exceptions import UnityMultipleBehaviorsException
 
@@ -97,7 +98,7 @@ class ParallelTrainingEnvironment:
 
     def close(self) -> None:
         """Close every env."""
-        _close_all(self.envs)
+        close_all(self.envs)
 
 
 def make_training_env(
@@ -280,22 +281,10 @@ def _make_parallel_envs(
                 game["base_port"] = base_port
             envs.append(parallel_env(**game))
     except (TypeError, ValueError) as exc:
-        _close_all(envs)
+        close_all(envs)
         raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
     except BaseException:
-        _close_all(envs)
+        close_all(envs)
         raise
     count = f"{processes} game process{'es' if processes > 1 else ''}"
     return ParallelTrainingEnvironment(envs, f"{what}, PettingZoo, {count}")
-
-
-def _close_all(envs: list[ParallelEnv[str, Any, Any]]) -> None:
-    """Close every env, even if closing one fails (the first error is raised at the end)."""
-    errors: list[BaseException] = []
-    for env in envs:
-        try:
-            env.close()
-        except Exception as exc:
-            errors.append(exc)
-    if errors:
-        raise errors[0]

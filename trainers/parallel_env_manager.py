@@ -62,7 +62,13 @@ from trainers.env_manager import (
 from trainers.settings import ConfigError
 from unity_gym.timers import hierarchical_timer
 
-__all__ = ["ParallelEnvManager", "TrainerNamer", "behavior_base_name", "default_trainer_name"]
+__all__ = [
+    "ParallelEnvManager",
+    "TrainerNamer",
+    "behavior_base_name",
+    "close_all",
+    "default_trainer_name",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -336,22 +342,10 @@ class ParallelEnvManager(LockstepEnvManager):
             for index, env in enumerate(self.envs):
                 observations, infos = env.reset(seed=None if seed is None else seed + index)
                 self._start_episode(index, observations, infos)
-        steps = {}
-        for name, trainee in self._trainees.items():
-            n = trainee.num_slots
-            observations = trainee.copy_observations()
-            mask = trainee.copy_mask()
-            steps[name] = BehaviorStep(
-                observations=observations,
-                action_mask=mask,
-                rewards=np.zeros(n, dtype=np.float32),
-                terminated=np.zeros(n, dtype=bool),
-                truncated=np.zeros(n, dtype=bool),
-                valid=np.zeros(n, dtype=bool),
-                final_observations=observations,
-                final_action_mask=mask,
-            )
-        return steps
+        return {
+            name: BehaviorStep.first(trainee.copy_observations(), trainee.copy_mask())
+            for name, trainee in self._trainees.items()
+        }
 
     def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
         """Act for every live agent, step every env, reset the envs that have no agent left.
@@ -429,14 +423,7 @@ class ParallelEnvManager(LockstepEnvManager):
 
     def close(self) -> None:
         """Close every env (all of them, even if closing one fails)."""
-        errors: list[BaseException] = []
-        for env in self.envs:
-            try:
-                env.close()
-            except Exception as exc:  # close the others, then report
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        close_all(self.envs)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -550,3 +537,15 @@ def _action_signature(layout: ActionLayout) -> tuple[object, ...]:
 def _describe(layout: ObservationLayout) -> str:
     """``name: shape`` of every entry, for error messages."""
     return ", ".join(f"{e.name}: {e.raw_shape}" for e in layout.entries)
+
+
+def close_all(envs: Sequence[ParallelEnv[str, Any, Any]]) -> None:
+    """Close every env, even if closing one fails (the first error is raised at the end)."""
+    errors: list[BaseException] = []
+    for env in envs:
+        try:
+            env.close()
+        except Exception as exc:  # close the others, then report
+            errors.append(exc)
+    if errors:
+        raise errors[0]
