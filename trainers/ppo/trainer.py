@@ -12,7 +12,7 @@ One update, in order:
 2. advantages are normalized over the rollout;
 3. ``num_epoch`` passes over shuffled minibatches of ``batch_size``: clipped surrogate loss,
    value loss with the value change clipped to ``epsilon``, entropy bonus ``beta``; one Adam
-   optimizer for policy and critic; gradients clipped to norm 0.5;
+   optimizer for policy and critic, gradients not clipped (as in ML-Agents);
 4. the observation normalizer absorbs the rollout's observations (after the update, so the
    stored log-probabilities and values match the network that produced them).
 
@@ -38,7 +38,6 @@ from unity_gym.timers import hierarchical_timer
 
 __all__ = ["PPOTrainer"]
 
-MAX_GRAD_NORM = 0.5
 VALUE_LOSS_COEF = 0.5
 # Floors of the linear schedules (ML-Agents' values).
 MIN_LEARNING_RATE = 1e-10
@@ -66,7 +65,7 @@ class PPOTrainer(Trainer):
         ).to(self.device)
         self.critic = ValueNetwork(layout, net, self.normalizer).to(self.device)
         self.parameters = [*self.policy.parameters(), *self.critic.parameters()]
-        self.optimizer = make_adam(self.parameters, hyper.learning_rate, self.device, eps=1e-5)
+        self.optimizer = make_adam(self.parameters, hyper.learning_rate, self.device)
         max_steps = self.settings.max_steps
         assert hyper.beta_schedule is not None and hyper.epsilon_schedule is not None
         self.learning_rate = Schedule(
@@ -216,7 +215,6 @@ class PPOTrainer(Trainer):
             loss = policy_loss + VALUE_LOSS_COEF * value_loss - beta * entropy
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            nn.utils.clip_grad_norm_(self.parameters, MAX_GRAD_NORM)
             self.optimizer.step()
         return torch.stack([policy_loss.abs(), value_loss, entropy]).detach().cpu()
 
