@@ -63,7 +63,14 @@ from benchmarks.mlagents_learn_3dball import (  # noqa: E402
 from benchmarks.peer_runner import free_port, peer_process_environment  # noqa: E402
 from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv  # noqa: E402
 
-__all__ = ["CONTENDERS", "ContenderResult", "main", "sb3_arguments", "time_to_target"]
+__all__ = [
+    "CONTENDERS",
+    "ContenderResult",
+    "main",
+    "run_until_target",
+    "sb3_arguments",
+    "time_to_target",
+]
 
 DEFAULT_CONFIG = REPO_ROOT / "trainers" / "configs" / "3DBall_ppo.yaml"
 BEHAVIOR = "3DBall"
@@ -272,10 +279,19 @@ def _commands(
     ]
 
 
-def _run_contender(
-    name: str, command: list[str], env: dict[str, str], target: float, time_limit: float
+def run_until_target(
+    name: str,
+    command: list[str],
+    env: dict[str, str],
+    target: float,
+    time_limit: float,
+    behavior: str = BEHAVIOR,
 ) -> ContenderResult:
-    """Run one contender until its summaries reach ``target``, it exits or time runs out."""
+    """Run a trainer until a summary of ``behavior`` reaches ``target``, it exits or time is up.
+
+    The trainer and everything it launched run in a new session and are stopped at the end
+    (SIGINT, then SIGKILL).
+    """
     print(f"\n== {name}\n$ {' '.join(command[:2])} ... {' '.join(command[3:])}", flush=True)
     lines: list[tuple[float, str]] = []
     started = time.monotonic()
@@ -295,7 +311,7 @@ def _run_contender(
     try:
         for line in proc.stdout:
             lines.append((time.monotonic() - started, line))
-            summaries = parse_summaries(line)
+            summaries = parse_summaries(line, behavior)
             if summaries or "Traceback" in line or "rror" in line:
                 print(f"  [{lines[-1][0]:6.1f} s] {line.rstrip()}", flush=True)
             if summaries and summaries[0].mean_reward >= target:
@@ -304,7 +320,7 @@ def _run_contender(
     finally:
         timer.cancel()
         _stop_group(proc)
-    seconds, step, mean = time_to_target(lines, target)
+    seconds, step, mean = time_to_target(lines, target, behavior)
     note = ""
     if not reached:
         tail = "".join(line for _, line in lines[-15:])
@@ -375,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in chosen:
             command = _commands(name, python, args.config, build, workdir, args.num_envs, args.seed)
             env = peer_process_environment() if name == "mlagents-learn" else dict(os.environ)
-            results[name] = _run_contender(name, command, env, args.target, args.time_limit)
+            results[name] = run_until_target(name, command, env, args.target, args.time_limit)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
