@@ -153,6 +153,10 @@ class EnvManager(Protocol):
         """Wait for the next group whose step finished and return what its slots saw."""
         ...
 
+    def receive_ready(self) -> list[dict[str, BehaviorStep]]:
+        """:meth:`receive`, plus every other group whose step is already in (no more waiting)."""
+        ...
+
     def close(self) -> None:
         """Close the environment(s)."""
         ...
@@ -197,6 +201,10 @@ class LockstepEnvManager(ABC):
             raise ValueError("receive() without send(): no step is under way.")
         decisions, self._decisions = self._decisions, None
         return self.step(decisions)
+
+    def receive_ready(self) -> list[dict[str, BehaviorStep]]:
+        """The one group's :meth:`receive`."""
+        return [self.receive()]
 
 
 class VectorEnvManager(LockstepEnvManager):
@@ -301,8 +309,23 @@ class VectorEnvManager(LockstepEnvManager):
         """Wait for the next game whose step finished."""
         if not self.asynchronous:
             return super().receive()
+        return self._receive_game(timeout=None)
+
+    def receive_ready(self) -> list[dict[str, BehaviorStep]]:
+        """The next game to finish, plus the games whose steps are already in."""
+        if not self.asynchronous:
+            return super().receive_ready()
+        received = [self._receive_game(timeout=None)]
+        while self.in_flight:
+            try:
+                received.append(self._receive_game(timeout=0.0))
+            except TimeoutError:  # nothing else is in yet
+                break
+        return received
+
+    def _receive_game(self, timeout: float | None) -> dict[str, BehaviorStep]:
         with hierarchical_timer("env_receive"):
-            observations, rewards, terminated, truncated, infos = self.env.recv()  # type: ignore[attr-defined]
+            observations, rewards, terminated, truncated, infos = self.env.recv(timeout=timeout)  # type: ignore[attr-defined]
         ids = np.asarray(infos["env_id"], dtype=np.int64)
         group = int(ids[0]) // len(self.groups[0])
         if not np.array_equal(ids, self.groups[group]):

@@ -21,7 +21,7 @@ from pathlib import Path
 from trainers.common.checkpoints import atomic_copy
 from trainers.common.progress import ProgressBar
 from trainers.common.trainer import Trainer
-from trainers.env_manager import BehaviorStep, EnvManager
+from trainers.env_manager import BehaviorStep, EnvManager, PolicyDecision
 from unity_gym.exceptions import UnityException
 from unity_gym.timers import hierarchical_timer, merge_timer_tree
 
@@ -90,37 +90,46 @@ class TrainerController:
         manager = self.env_manager
         trainers = self.trainers
         progress = self.progress
-        for first in manager.start(self.seed):
-            self._decide_and_send(first)
+        self._decide_and_send(manager.start(self.seed))
         while not self.stop_requested and not self.all_done:
             with hierarchical_timer("TrainerController.advance"):
-                received = [self._receive()]
+                received = self._record(manager.receive_ready())
                 if any(t.update_due and t.update_needs_settled_groups for t in trainers.values()):
                     with hierarchical_timer("settle_groups"):
                         while manager.in_flight:
-                            received.append(self._receive())
+                            received += self._record([manager.receive()])
                 for trainer in trainers.values():
                     if not trainer.is_done:
                         trainer.advance()
                     trainer.maybe_write_summary()
                     trainer.maybe_checkpoint()
-                for steps in received:
-                    self._decide_and_send(steps)
+                self._decide_and_send(received)
             if progress is not None:
                 progress.update(min(t.step for t in trainers.values()))
 
-    def _receive(self) -> dict[str, BehaviorStep]:
-        """The next group's step, recorded by every trainer."""
-        steps = self.env_manager.receive()
-        for name, step in steps.items():
-            self.trainers[name].observe(step)
-        return steps
+    def _record(self, groups: list[dict[str, BehaviorStep]]) -> list[dict[str, BehaviorStep]]:
+        """Every trainer records its slots' outcomes in ``groups`` (returned as given).
 
-    def _decide_and_send(self, steps: dict[str, BehaviorStep]) -> None:
-        """Every trainer decides for its slots of the group; the group gets the actions."""
-        decisions = {name: self.trainers[name].decide(step) for name, step in steps.items()}
-        group = next(iter(steps.values())).group
-        self.env_manager.send(group, decisions)
+        Once every trainer is done, the remaining groups are not recorded: the run ends at
+        ``max_steps`` (as with one group at a time) rather than past it.
+        """
+        for steps in groups:
+            if self.all_done:
+                break
+            for name, step in steps.items():
+                self.trainers[name].observe(step)
+        return groups
+
+    def _decide_and_send(self, groups: list[dict[str, BehaviorStep]]) -> None:
+        """Each trainer decides for its slots of all ``groups`` at once; then each group is sent."""
+        per_group: list[dict[str, PolicyDecision]] = [{} for _ in groups]
+        for name, trainer in self.trainers.items():
+            indices = [i for i, steps in enumerate(groups) if name in steps]
+            chosen = trainer.decide_many([groups[i][name] for i in indices])
+            for index, decision in zip(indices, chosen, strict=True):
+                per_group[index][name] = decision
+        for steps, decisions in zip(groups, per_group, strict=True):
+            self.env_manager.send(next(iter(steps.values())).group, decisions)
 
     def finish(self) -> None:
         """Wait for running updates, then write final checkpoints and copy the ONNX models."""

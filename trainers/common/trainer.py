@@ -109,6 +109,10 @@ class Trainer(ABC):
     def decide(self, step: BehaviorStep) -> PolicyDecision:
         """Choose actions for every slot from ``step.observations`` (and record them)."""
 
+    def decide_many(self, steps: Sequence[BehaviorStep]) -> list[PolicyDecision]:
+        """:meth:`decide` for several slot groups (trainers may batch them in one pass)."""
+        return [self.decide(step) for step in steps]
+
     @abstractmethod
     def observe(self, step: BehaviorStep) -> None:
         """Record the environment's answer to the last :meth:`decide`."""

@@ -21,7 +21,7 @@ Learning rate, ``epsilon`` and ``beta`` follow their schedules over ``max_steps`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,10 +91,17 @@ class PPOTrainer(Trainer):
     # -- acting ----------------------------------------------------------------------------
 
     def decide(self, step: BehaviorStep) -> PolicyDecision:
+        return self.decide_many([step])[0]
+
+    def decide_many(self, steps: Sequence[BehaviorStep]) -> list[PolicyDecision]:
+        """One forward pass for the slots of every group in ``steps``, recorded per group."""
+        if not steps:
+            return []
         recording = self.training and not self.is_done  # past max_steps: act, record nothing
+        joined = _join(steps)
         with self.model_lock, torch.no_grad():
-            observations = self.tensors(step.observations)
-            mask = self.mask_tensor(step.action_mask)
+            observations = self.tensors(joined.observations)
+            mask = self.mask_tensor(joined.action_mask)
             dist = self.policy(observations, mask)
             raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
             values = self.critic(observations) if recording else None
@@ -102,22 +109,30 @@ class PPOTrainer(Trainer):
             env_continuous = dist.env_continuous(raw) if raw is not None else None
         raw_np = raw.cpu().numpy() if raw is not None else None
         discrete_np = discrete.cpu().numpy() if discrete is not None else None
-        if recording:
-            assert values is not None and log_probs is not None
-            buffer = self.buffers.get(step.group)
-            if buffer is None:
-                buffer = RolloutBuffer(self.settings.time_horizon, len(step.valid))
-                self.buffers[step.group] = buffer
-            buffer.add_decision(
-                step.observations,
-                raw_np,
-                discrete_np,
-                step.action_mask,
-                log_probs.cpu().numpy(),
-                values.cpu().numpy(),
-            )
         continuous_np = env_continuous.cpu().numpy() if env_continuous is not None else None
-        return PolicyDecision(continuous_np, discrete_np)
+        values_np = values.cpu().numpy() if values is not None else None
+        log_probs_np = log_probs.cpu().numpy() if log_probs is not None else None
+        decisions = []
+        start = 0
+        for step in steps:
+            rows = slice(start, start + len(step.valid))
+            start = rows.stop
+            if recording:
+                assert values_np is not None and log_probs_np is not None
+                buffer = self.buffers.get(step.group)
+                if buffer is None:
+                    buffer = RolloutBuffer(self.settings.time_horizon, len(step.valid))
+                    self.buffers[step.group] = buffer
+                buffer.add_decision(
+                    step.observations,
+                    _pick(raw_np, rows),
+                    _pick(discrete_np, rows),
+                    step.action_mask,
+                    log_probs_np[rows],
+                    values_np[rows],
+                )
+            decisions.append(PolicyDecision(_pick(continuous_np, rows), _pick(discrete_np, rows)))
+        return decisions
 
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
@@ -297,3 +312,26 @@ class _UpdateData:
             advantages=self.advantages[rows],
             returns=self.returns[rows],
         )
+
+
+def _pick(array: np.ndarray | None, rows: slice) -> np.ndarray | None:
+    return None if array is None else array[rows]
+
+
+def _join(steps: Sequence[BehaviorStep]) -> BehaviorStep:
+    """The observations and masks of ``steps`` stacked into one step (other fields unused)."""
+    if len(steps) == 1:
+        return steps[0]
+    observations = [
+        np.concatenate([step.observations[i] for step in steps])
+        for i in range(len(steps[0].observations))
+    ]
+    masks = [step.action_mask for step in steps]
+    present = next((m for m in masks if m is not None), None)
+    mask = None
+    if present is not None:  # a group without a mask yet allows everything
+        mask = np.concatenate(
+            [m if m is not None else np.ones((len(s.valid), present.shape[1]), bool)
+             for m, s in zip(masks, steps, strict=True)]
+        )  # fmt: skip
+    return BehaviorStep.first(observations, mask)
