@@ -2,9 +2,10 @@
 
 The env manager's slots come in *groups* that step independently (the game processes of an
 asynchronous vector env; a lock-step manager has one group). One iteration: the next group
-whose step finished is received, each trainer records its slots' outcomes, may update (inline,
-or in its own thread with ``threaded: true``), write a summary and save a checkpoint, then
-decides the group's next actions, which are sent at once while the other groups keep playing.
+whose step finished is received, with any other group already in; each trainer records its
+slots' outcomes, may update (inline, or in its own thread with ``threaded: true``), write a
+summary and save a checkpoint, then decides the next actions of all these groups in one pass;
+each group gets its actions at once while the other groups keep playing.
 
 An update that closes an on-policy rollout (PPO) first waits for every group in flight and
 records its step, so the rollout ends with every group settled and, with ``threaded: false``,
