@@ -224,7 +224,9 @@ class VectorEnvManager(LockstepEnvManager):
         self.env = env
         self.behavior_name = behavior_name
         self.num_slots = int(env.num_envs)
-        self.observation_layout = ObservationLayout.from_space(env.single_observation_space)
+        self.observation_layout = ObservationLayout.from_space(
+            env.single_observation_space, env.metadata.get("goal_signal_keys", ())
+        )
         self.action_layout = ActionLayout.from_space(env.single_action_space)
         mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
         self.autoreset_mode = AutoresetMode(mode) if not isinstance(mode, AutoresetMode) else mode

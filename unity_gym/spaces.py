@@ -44,7 +44,7 @@ from typing import Any, Literal
 import numpy as np
 from gymnasium import spaces
 
-from unity_gym.base_env import ActionSpec, ActionTuple, ObservationSpec
+from unity_gym.base_env import ActionSpec, ActionTuple, ObservationSpec, ObservationType
 from unity_gym.exceptions import UnityActionException, UnityObservationException
 
 __all__ = [
@@ -143,6 +143,24 @@ class ObservationAdapter:
     def keys(self) -> tuple[str, ...]:
         """Dict keys of the observation in space order (empty when the space is a plain Box)."""
         return () if self._single else tuple(entry.key for entry in self._entries)
+
+    @property
+    def goal_signal_keys(self) -> tuple[str, ...]:
+        """Dict keys of the entries made only of ``GOAL_SIGNAL`` sensors (what the task is).
+
+        Trainers may condition their networks on these (ML-Agents' ``goal_conditioning_type``);
+        empty when the space is a plain Box.
+        """
+        if self._single:
+            return ()
+        return tuple(
+            entry.key
+            for entry in self._entries
+            if all(
+                self.observation_specs[i].observation_type == ObservationType.GOAL_SIGNAL
+                for i in entry.sensors
+            )
+        )
 
     def from_unity(self, obs: Sequence[np.ndarray], row: int) -> Any:
         """One agent's observation, built from the bridge's batched arrays.

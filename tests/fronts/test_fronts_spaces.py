@@ -183,3 +183,15 @@ def test_sb3_action_space_check() -> None:
     check_sb3_action_space(ActionAdapter(ActionSpec(0, (3, 2))).space)
     with pytest.raises(TypeError, match="hybrid actions"):
         check_sb3_action_space(ActionAdapter(ActionSpec(1, (2,))).space)
+
+
+def test_goal_signal_sensors_are_named_for_goal_conditioning() -> None:
+    goal = _spec("VectorSensor", 2)._replace(observation_type=ObservationType.GOAL_SIGNAL)
+    adapter = ObservationAdapter([_spec("CameraSensor", 3, 64, 84), goal])
+    assert adapter.keys == ("CameraSensor", "VectorSensor")
+    assert adapter.goal_signal_keys == ("VectorSensor",)
+    # flattened with an ordinary vector sensor, the goal is no longer an entry of its own
+    mixed = ObservationAdapter([_spec("Ray", 5), goal, _spec("CameraSensor", 3, 64, 84)],
+                               flatten_obs=True)  # fmt: skip
+    assert mixed.goal_signal_keys == ()
+    assert ObservationAdapter([goal]).goal_signal_keys == ()  # a plain Box has no keys

@@ -4,7 +4,9 @@ Every network encodes its inputs the same way (:class:`ObservationEncoder`): vec
 (optionally) normalized by the trainer's shared :class:`ObservationNormalizer` and concatenated;
 image entries go through a convolutional encoder (``simple``: two conv layers, ``nature_cnn``:
 the three-layer DQN network) producing ``hidden_units`` features. The encoding feeds an MLP of
-``num_layers`` x ``hidden_units`` SiLU layers and a head.
+``num_layers`` x ``hidden_units`` SiLU layers and a head. Goal-signal entries
+(``ObservationEntry.goal``) are, with ``goal_conditioning_type: hyper`` (ML-Agents' default),
+not features: they generate the weights of the last hidden layer (:class:`HyperLinear`).
 
 Initialization follows ML-Agents: dense weights are He-normal for a linear unit (standard
 deviation ``gain / sqrt(fan_in)``) with gain 1 in hidden layers, 0.1 for discrete logits and
@@ -19,6 +21,7 @@ import math
 
 import torch
 from torch import nn
+from torch.nn import functional
 
 from trainers.common.distributions import ActionDistribution, mask_logits
 from trainers.common.normalizer import ObservationNormalizer
@@ -26,6 +29,8 @@ from trainers.common.spaces import ActionLayout, ObservationEntry, ObservationLa
 from trainers.settings import ConfigError, NetworkSettings
 
 __all__ = [
+    "Body",
+    "HyperLinear",
     "ObservationEncoder",
     "PolicyNetwork",
     "QNetwork",
@@ -37,6 +42,7 @@ __all__ = [
 
 # Smallest image side each encoder accepts (its convolutions need this much input).
 MIN_IMAGE_SIDE = {"simple": 20, "nature_cnn": 36}
+_HYPER_HIDDEN = 64  # hidden units of the network that generates a goal-conditioned layer
 _CONV_GAIN = math.sqrt(2.0)  # convolutions and the dense layer after them (leaky ReLU)
 
 
@@ -65,15 +71,6 @@ def _value_head(in_size: int, out_size: int) -> nn.Linear:
     nn.init.xavier_uniform_(layer.weight)
     nn.init.zeros_(layer.bias)
     return layer
-
-
-def _mlp(in_size: int, hidden_units: int, num_layers: int) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    size = in_size
-    for _ in range(num_layers):
-        layers += [_linear(size, hidden_units, 1.0), nn.SiLU()]
-        size = hidden_units
-    return nn.Sequential(*layers)
 
 
 def _conv_out(side: int, kernel: int, stride: int) -> int:
@@ -125,9 +122,16 @@ class ObservationEncoder(nn.Module):
         self.visual_index: list[int] = []
         encoders: list[nn.Module] = []
         self.vector_index: list[int] = []
+        #: Goal-signal entries kept out of the features and given to the body's hypernetwork.
+        self.goal_index: list[int] = []
+        conditioned = settings.goal_conditioning_type == "hyper" and any(
+            not entry.goal for entry in layout.entries
+        )
         size = 0
         for index, entry in enumerate(layout.entries):
-            if entry.kind == "image":
+            if conditioned and entry.goal:
+                self.goal_index.append(index)
+            elif entry.kind == "image":
                 self.visual_index.append(index)
                 encoders.append(
                     _visual_encoder(entry, settings.vis_encode_type, settings.hidden_units)
@@ -138,14 +142,75 @@ class ObservationEncoder(nn.Module):
                 size += entry.network_shape[0]
         self.visual_encoders = nn.ModuleList(encoders)
         self.output_size = size
+        self.goal_size = sum(layout.entries[i].network_shape[0] for i in self.goal_index)
 
     def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
-        """Encode a batch: ``(n, output_size)``."""
+        """Encode a batch: ``(n, output_size)`` (goal signals excluded, see :meth:`goal`)."""
         normalized = self.normalizer(observations)
         parts = [normalized[i] for i in self.vector_index]
         for index, encoder in zip(self.visual_index, self.visual_encoders, strict=True):
             parts.append(encoder(normalized[index]))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+
+    def goal(self, observations: list[torch.Tensor]) -> torch.Tensor | None:
+        """The goal signals ``(n, goal_size)`` the body is conditioned on (``None``: none)."""
+        if not self.goal_index:
+            return None
+        parts = [observations[i] for i in self.goal_index]
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+
+
+class HyperLinear(nn.Module):
+    """A dense layer whose weights and bias are computed from a goal signal by a small network.
+
+    This is goal conditioning as ML-Agents' ``goal_conditioning_type: hyper`` describes it: the
+    goal modulates the features multiplicatively instead of being one more input feature, which
+    is what lets a policy act differently for each goal of the same scene (GridWorld).
+    """
+
+    def __init__(self, in_size: int, out_size: int, goal_size: int, hidden: int) -> None:
+        super().__init__()
+        self.in_size, self.out_size = in_size, out_size
+        # Generated weights start at about He scale (std ~ 1 / sqrt(in_size)).
+        self.hyper = nn.Sequential(
+            _linear(goal_size, hidden, 1.0),
+            nn.ReLU(),
+            _linear(hidden, (in_size + 1) * out_size, 2.0 / math.sqrt(in_size)),
+        )
+
+    def forward(self, inputs: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+        """``(n, out_size)``: each row's input times the weights its goal generated."""
+        params = self.hyper(goal)
+        split = self.in_size * self.out_size
+        weight = params[:, :split].reshape(-1, self.in_size, self.out_size)
+        return torch.bmm(inputs.unsqueeze(1), weight).squeeze(1) + params[:, split:]
+
+
+class Body(nn.Module):
+    """``num_layers`` x ``hidden_units`` SiLU layers; the last one is a :class:`HyperLinear`
+    when the encoder has goal signals."""
+
+    def __init__(self, in_size: int, settings: NetworkSettings, goal_size: int) -> None:
+        super().__init__()
+        hidden = settings.hidden_units
+        plain = settings.num_layers - 1 if goal_size else settings.num_layers
+        layers: list[nn.Module] = []
+        size = in_size
+        for _ in range(plain):
+            layers += [_linear(size, hidden, 1.0), nn.SiLU()]
+            size = hidden
+        self.plain = nn.Sequential(*layers)
+        self.conditional = (
+            HyperLinear(size, hidden, goal_size, _HYPER_HIDDEN) if goal_size else None
+        )
+
+    def forward(self, features: torch.Tensor, goal: torch.Tensor | None) -> torch.Tensor:
+        """``(n, hidden_units)``."""
+        hidden = self.plain(features)
+        if self.conditional is not None:
+            assert goal is not None, "a goal-conditioned body needs the goal signal"
+            hidden = functional.silu(self.conditional(hidden, goal))
+        return hidden
 
 
 class PolicyNetwork(nn.Module):
@@ -169,7 +234,7 @@ class PolicyNetwork(nn.Module):
         self.action_layout = action_layout
         self.squash = squash
         self.encoder = ObservationEncoder(layout, settings, normalizer)
-        self.body = _mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
+        self.body = Body(self.encoder.output_size, settings, self.encoder.goal_size)
         hidden = settings.hidden_units
         size = action_layout.continuous_size
         self.mean_head = _linear(hidden, size, 0.2) if size else None
@@ -183,7 +248,7 @@ class PolicyNetwork(nn.Module):
         self, observations: list[torch.Tensor], mask: torch.Tensor | None = None
     ) -> ActionDistribution:
         """The action distribution for a batch (``mask``: float, 1 = allowed; ``None`` = all)."""
-        hidden = self.body(self.encoder(observations))
+        hidden = self.body(self.encoder(observations), self.encoder.goal(observations))
         mean = log_std = None
         if self.mean_head is not None:
             mean = self.mean_head(hidden)
@@ -211,12 +276,13 @@ class ValueNetwork(nn.Module):
     ) -> None:
         super().__init__()
         self.encoder = ObservationEncoder(layout, settings, normalizer)
-        self.body = _mlp(self.encoder.output_size, settings.hidden_units, settings.num_layers)
+        self.body = Body(self.encoder.output_size, settings, self.encoder.goal_size)
         self.head = _value_head(settings.hidden_units, 1)
 
     def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
         """Values ``(n,)``."""
-        return self.head(self.body(self.encoder(observations))).squeeze(-1)
+        hidden = self.body(self.encoder(observations), self.encoder.goal(observations))
+        return self.head(hidden).squeeze(-1)
 
 
 class QNetwork(nn.Module):
@@ -237,9 +303,7 @@ class QNetwork(nn.Module):
         self.continuous = action_layout.has_continuous
         self.encoder = ObservationEncoder(layout, settings, normalizer)
         extra = action_layout.continuous_size if self.continuous else 0
-        self.body = _mlp(
-            self.encoder.output_size + extra, settings.hidden_units, settings.num_layers
-        )
+        self.body = Body(self.encoder.output_size + extra, settings, self.encoder.goal_size)
         outputs = 1 if self.continuous else action_layout.discrete_size
         self.head = _value_head(settings.hidden_units, outputs)
 
@@ -248,11 +312,12 @@ class QNetwork(nn.Module):
     ) -> torch.Tensor:
         """``Q(s, a)`` ``(n,)`` for continuous actions, else all choices ``(n, sum(branches))``."""
         features = self.encoder(observations)
+        goal = self.encoder.goal(observations)
         if self.continuous:
             assert actions is not None
             features = torch.cat([features, actions], dim=1)
-            return self.head(self.body(features)).squeeze(-1)
-        return self.head(self.body(features))
+            return self.head(self.body(features, goal)).squeeze(-1)
+        return self.head(self.body(features, goal))
 
 
 def make_adam(

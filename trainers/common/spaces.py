@@ -17,7 +17,7 @@ slot (branches concatenated), ``True`` = the action is allowed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -47,6 +47,8 @@ class ObservationEntry:
         channels_last: images only: the raw array is HWC (converted to CHW for the network).
         scale: images only: divide raw values by this (255 for uint8 images, else 1).
         categories: one-hot only: the number of categories of each integer component.
+        goal: vector only: the entry describes the task (a ``GOAL_SIGNAL`` sensor); networks
+            with ``goal_conditioning_type: hyper`` are conditioned on it.
     """
 
     name: str
@@ -58,6 +60,7 @@ class ObservationEntry:
     scale: float = 1.0
     categories: tuple[int, ...] = ()
     offsets: tuple[int, ...] = ()
+    goal: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,15 @@ class ObservationLayout:
     is_dict: bool
 
     @classmethod
-    def from_space(cls, space: spaces.Space[Any]) -> ObservationLayout:
+    def from_space(
+        cls, space: spaces.Space[Any], goal_keys: Sequence[str] = ()
+    ) -> ObservationLayout:
         """Build the layout of a single-slot observation space.
+
+        Args:
+            space: the observation space of one slot.
+            goal_keys: ``Dict`` keys of goal-signal entries (``metadata["goal_signal_keys"]`` of
+                ``unity_gym``'s environments); only vector entries can be goals.
 
         Raises:
             UnsupportedSpaceError: nested ``Dict``/``Tuple`` spaces or other unsupported spaces.
@@ -78,8 +88,19 @@ class ObservationLayout:
             if not space.spaces:
                 raise UnsupportedSpaceError("the observation space is an empty Dict.")
             entries = tuple(_entry_for(str(key), sub) for key, sub in space.spaces.items())
+            entries = tuple(
+                replace(entry, goal=True)
+                if entry.name in goal_keys and entry.kind == "vector"
+                else entry
+                for entry in entries
+            )
             return cls(entries, is_dict=True)
         return cls((_entry_for("obs", space),), is_dict=False)
+
+    @property
+    def has_goal(self) -> bool:
+        """Whether some entry is a goal signal."""
+        return any(entry.goal for entry in self.entries)
 
     @property
     def names(self) -> list[str]:

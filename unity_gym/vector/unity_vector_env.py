@@ -20,6 +20,9 @@ Every request carries a sequence number echoed by its reply: a ``TimeoutError`` 
 ``step_wait``/``recv`` leaves the request running and its result is returned by the next wait
 (never attributed to a later step); ``reset`` abandons pending steps and drops their late replies.
 
+``metadata["goal_signal_keys"]`` names the Dict entries made of ``GOAL_SIGNAL`` sensors (the
+task an agent is given, e.g. GridWorld's goal colour), for goal-conditioned networks.
+
 Autoreset (``metadata["autoreset_mode"]``) is ``AutoresetMode.NEXT_STEP`` (default) or
 ``AutoresetMode.SAME_STEP``; the precise mapping onto Unity's agent restarts is documented in
 :mod:`unity_gym.vector.autoreset`. Infos follow Gymnasium's convention (a batched array per key
@@ -334,6 +337,8 @@ class UnityVectorEnv(VectorEnv):
         self._action_adapter = ActionAdapter(description.behavior_spec.action_spec)
         self.single_observation_space = self._observation_adapter.space
         self.single_action_space = self._action_adapter.space
+        # Which Dict entries tell the task (GOAL_SIGNAL sensors): for goal-conditioned networks.
+        self.metadata["goal_signal_keys"] = self._observation_adapter.goal_signal_keys
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         k = self.agents_per_process
