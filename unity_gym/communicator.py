@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -52,6 +53,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Largest game message accepted by default (the official server is stuck at 4 MiB)."""
 
 # A header with status 200 / 400, as serialized by protobuf: field 1, length 3, (status varint).
+_SIGNAL_CHECK_S = 0.2  # longest stretch a wait for the game blocks without running Python
 _HEADER_OK = bytes.fromhex("0a0308c801")
 _CLOSE_MESSAGE = bytes.fromhex("0a03089003")
 _INPUT_FIELD_TAG = b"\x1a"  # UnityMessageProto.unity_input: field 3, length-delimited
@@ -322,10 +324,18 @@ class Communicator:
 
     def _next_call(self, stage: str) -> _Call:
         self.start()
-        try:
-            event = self._relay.events.get(timeout=self.timeout_wait)
-        except queue.Empty:
-            raise self._timeout_error(stage) from None
+        deadline = time.monotonic() + self.timeout_wait
+        while True:
+            # Wake up at least every _SIGNAL_CHECK_S: a Ctrl-C delivered to another thread of
+            # the process only reaches Python code when the main thread runs again.
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timeout_error(stage)
+            try:
+                event = self._relay.events.get(timeout=min(remaining, _SIGNAL_CHECK_S))
+                break
+            except queue.Empty:
+                continue
         if isinstance(event, _PeerGone):
             self._stopped = True
             raise event.error

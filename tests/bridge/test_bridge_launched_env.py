@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -145,12 +146,23 @@ def test_no_orphans_remain(fake_game: Path, ending: str) -> None:
     assert eventually(lambda: group_members(group) == [])
 
 
-def test_ctrl_c_during_a_wait_closes_the_environment(fake_game: Path) -> None:
+def _signal_this_thread() -> None:
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+
+@pytest.mark.parametrize(
+    "send_interrupt",
+    [lambda: os.kill(os.getpid(), signal.SIGINT), _signal_this_thread],
+    ids=["to-the-process", "to-another-thread"],  # the kernel may pick any thread
+)
+def test_ctrl_c_during_a_wait_closes_the_environment(
+    fake_game: Path, send_interrupt: Callable[[], None]
+) -> None:
     env = UnityEnvironment(str(fake_game), timeout_wait=60, additional_args=["--fake-mode", "hang"])
     assert env.process is not None
     group = env.process.pid
     env.reset()
-    interrupt = threading.Timer(0.5, os.kill, [os.getpid(), signal.SIGINT])
+    interrupt = threading.Timer(0.5, send_interrupt)
     interrupt.start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
