@@ -7,7 +7,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +146,15 @@ def test_no_orphans_remain(fake_game: Path, ending: str) -> None:
     assert eventually(lambda: group_members(group) == [])
 
 
+@pytest.fixture
+def terminal_sigint() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt as in a terminal, even when the suite was started with
+    SIGINT ignored (a shell ignores it for background jobs; Python then installs no handler)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _signal_this_thread() -> None:
     signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
@@ -156,7 +165,7 @@ def _signal_this_thread() -> None:
     ids=["to-the-process", "to-another-thread"],  # the kernel may pick any thread
 )
 def test_ctrl_c_during_a_wait_closes_the_environment(
-    fake_game: Path, send_interrupt: Callable[[], None]
+    fake_game: Path, send_interrupt: Callable[[], None], terminal_sigint: None
 ) -> None:
     env = UnityEnvironment(str(fake_game), timeout_wait=60, additional_args=["--fake-mode", "hang"])
     assert env.process is not None
