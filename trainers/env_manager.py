@@ -106,8 +106,8 @@ class BehaviorSlots:
     Attributes:
         observation_layout: the observation entries of one slot.
         action_layout: the policy's actions for one slot and their environment format.
-        num_slots: how many slots every :class:`BehaviorStep` of this behavior has (fixed for
-            the whole run, in a stable order).
+        num_slots: how many slots the behavior has in all (fixed for the whole run, in a stable
+            order); a :class:`BehaviorStep` holds the rows of one slot group of them.
     """
 
     observation_layout: ObservationLayout

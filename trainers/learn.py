@@ -217,7 +217,6 @@ def _build_trainer(
         settings=settings,
         observation_layout=slots.observation_layout,
         action_layout=slots.action_layout,
-        num_slots=slots.num_slots,
         device=device,
         seed=seed,
         training=training,

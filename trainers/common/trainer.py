@@ -62,7 +62,6 @@ class TrainerContext:
     settings: TrainerSettings
     observation_layout: ObservationLayout
     action_layout: ActionLayout
-    num_slots: int
     device: torch.device
     seed: int
     training: bool
