@@ -21,6 +21,11 @@ reachable through ``gymnasium.make_vec`` can be trained:
   A built-in scene then holds one training area per game process (the PettingZoo env's default)
   times ``--num-areas``: a PettingZoo episode lasts until every agent of the game has finished, so
   one area per game keeps agents from idling while other areas finish.
+
+Through the vector env and through the PettingZoo envs, a Unity game that crashes or stops
+answering is restarted with the same settings within the run's ``env_settings`` limits
+``max_lifetime_restarts``, ``restarts_rate_limit_n`` and ``restarts_rate_limit_period_s`` (as in
+``mlagents-learn``); its agents' episodes end truncated.
 """
 
 from __future__ import annotations
@@ -183,8 +188,13 @@ def _make_unity_env(
         kwargs["scene"] = env_settings.scene
         what = f"built-in scene {env_settings.scene}"
     processes = env_settings.num_envs
+    restart_limits: dict[str, Any] = {
+        "max_lifetime_restarts": env_settings.max_lifetime_restarts,
+        "restarts_rate_limit_n": env_settings.restarts_rate_limit_n,
+        "restarts_rate_limit_period_s": env_settings.restarts_rate_limit_period_s,
+    }
     if env_settings.scene is not None and _scene_has_several_behaviors(env_settings.scene):
-        return _make_parallel_envs(kwargs, processes, env_settings.base_port, what)
+        return _make_parallel_envs(kwargs, restart_limits, processes, env_settings.base_port, what)
     try:
         spec = _registered_spec(UNITY_ENV_ID)
         if spec.vector_entry_point is not None:
@@ -199,9 +209,7 @@ def _make_unity_env(
                 # sparing a process hop per step. Several games get a worker process each.
                 backend=SINGLE_GAME_BACKEND if processes == 1 else "subprocess",
                 autoreset_mode=AutoresetMode.SAME_STEP,
-                max_lifetime_restarts=env_settings.max_lifetime_restarts,
-                restarts_rate_limit_n=env_settings.restarts_rate_limit_n,
-                restarts_rate_limit_period_s=env_settings.restarts_rate_limit_period_s,
+                **restart_limits,
                 **kwargs,
             )
         else:
@@ -225,7 +233,7 @@ def _make_unity_env(
     except UnityMultipleBehaviorsException:
         # The vector env closed the game it launched before raising.
         logger.info("%s has several behaviors; training them through PettingZoo.", what)
-        return _make_parallel_envs(kwargs, processes, env_settings.base_port, what)
+        return _make_parallel_envs(kwargs, restart_limits, processes, env_settings.base_port, what)
     reported = _reported_behavior_name(env)
     candidates = [reported.split("?team=")[0], reported] if reported else []
     return TrainingEnvironment(env, list(dict.fromkeys(candidates)), what)
@@ -268,15 +276,23 @@ def _scene_has_several_behaviors(scene: str) -> bool:
 
 
 def _make_parallel_envs(
-    kwargs: dict[str, Any], processes: int, base_port: int | None, what: str
+    kwargs: dict[str, Any],
+    restart_limits: dict[str, Any],
+    processes: int,
+    base_port: int | None,
+    what: str,
 ) -> ParallelTrainingEnvironment:
-    """``processes`` PettingZoo parallel envs of the game (env *i*: seed + *i*, worker *i*)."""
+    """``processes`` PettingZoo parallel envs of the game (env *i*: seed + *i*, worker *i*).
+
+    Every env gets ``kwargs`` (game settings) and ``restart_limits`` (the run's
+    ``max_lifetime_restarts``, ``restarts_rate_limit_n`` and ``restarts_rate_limit_period_s``).
+    """
     from unity_gym.pettingzoo import parallel_env
 
     envs: list[ParallelEnv[str, Any, Any]] = []
     try:
         for index in range(processes):
-            game = dict(kwargs, seed=kwargs["seed"] + index, worker_id=index)
+            game = dict(kwargs, **restart_limits, seed=kwargs["seed"] + index, worker_id=index)
             if base_port is not None:
                 game["base_port"] = base_port
             envs.append(parallel_env(**game))

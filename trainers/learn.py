@@ -6,6 +6,7 @@ directly with a :class:`~trainers.settings.RunOptions`.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import platform
@@ -108,7 +109,11 @@ def _set_up(
     if options.checkpoint_settings.resume:
         status.load()
     status.save()
-    training_env = make_training_env(options, seed, run.run_logs)
+    warm_up = _warm_up_optimizers()
+    try:
+        training_env = make_training_env(options, seed, run.run_logs)
+    finally:
+        warm_up.join()
     try:
         manager = _make_manager(options, training_env)
     except BaseException:
@@ -147,6 +152,20 @@ def _set_up(
         seed,
         ProgressBar(max_steps, progress_stream),
     )
+
+
+def _warm_up_optimizers() -> threading.Thread:
+    """Import torch's compiler package in a thread while the environment starts.
+
+    Creating the first optimizer imports it (``Optimizer.add_param_group`` is wrapped to stay
+    out of ``torch.compile``), which takes one to two seconds; the environment mostly waits for
+    its game processes meanwhile. Join the thread before building a trainer.
+    """
+    thread = threading.Thread(
+        target=importlib.import_module, args=("torch._dynamo",), name="torch-warm-up", daemon=True
+    )
+    thread.start()
+    return thread
 
 
 def _make_manager(

@@ -26,6 +26,14 @@ so the slots' ``observations`` already are the new episode's first ones while
 ``final_observations`` still hold the last ones; the next step is valid again. An agent of
 ``possible_agents`` that is not part of a new episode stays invalid until the next reset.
 
+Faults. A ``unity_gym.pettingzoo`` env whose game crashes or stops answering restarts it (within
+its restart limits, which ``unity-train`` sets from ``env_settings``) and reports every live agent
+truncated with its latest observation and ``info["restart_reason"]``. That is an ordinary
+truncation here: the slots report the step with those observations as ``final_observations``
+(they bootstrap from them), the emptied env is reset into the restarted game at once, and the
+next step is valid again. Beyond the limits the env raises ``RestartLimitError``, which ends the
+run.
+
 Rewards. A slot's reward is the agent's reward plus ``info["group_reward"]`` (missing: 0), as
 ML-Agents' extrinsic reward signal adds the group reward for PPO and SAC too; without it
 SoccerTwos, whose rewards are group rewards, would teach nothing. Episode returns in

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import functools
+import logging
+import os
+import signal
 import types
 from typing import Any
 
 import numpy as np
 import pytest
 from fronts_processes import live_child_pids, wait_until_gone
+from fronts_scenes import OBS_SIZE_VARIABLE, RESIZABLE_SCENE, scene_path_env
 from pettingzoo.test import (
     api_test,
     max_cycles_test,
@@ -18,7 +22,14 @@ from pettingzoo.test import (
 )
 
 from unity_gym.exceptions import UnityEnvironmentException
-from unity_gym.pettingzoo import UnityParallelEnv, agent_name_prefixes, env, parallel_env
+from unity_gym.pettingzoo import (
+    RestartLimitError,
+    UnityParallelEnv,
+    agent_name_prefixes,
+    env,
+    parallel_env,
+)
+from unity_gym.vector import RestartPolicy
 
 pytestmark = [
     pytest.mark.timeout(240),
@@ -204,3 +215,200 @@ def test_render_modes_and_close_leave_no_process() -> None:
     assert wait_until_gone(live_child_pids() - before) == set()
     with pytest.raises(UnityEnvironmentException, match="This UnityParallelEnv is closed"):
         _ = aec.unwrapped.unity_env
+
+
+# -- crashed and hung games -------------------------------------------------------------------
+
+STRESS_PAIR = ["Stress_0", "Stress_1"]
+HALF = {agent: np.full(2, 0.5, np.float32) for agent in STRESS_PAIR}
+
+
+def _game_pid(game: UnityParallelEnv) -> int:
+    process = game.unity_env.process
+    assert process is not None
+    return process.pid
+
+
+def test_a_crashed_game_is_restarted_and_its_live_agents_truncated(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # crash_after=5: the game exits with code 3 during the 5th step after its reset
+    # (hang_after=3 likewise stops answering during the 3rd).
+    game = UnityParallelEnv(scene="Stress", num_agents=2, scene_options={"crash_after": 5})
+    try:
+        start, _ = game.reset()
+        old_pid = _game_pid(game)
+        for _ in range(4):
+            last, rewards, _, truncations, infos = game.step(HALF)
+            assert rewards == {"Stress_0": 0.5, "Stress_1": 0.5}
+            assert not any(truncations.values())
+            assert all("restart_reason" not in info for info in infos.values())
+        assert [last[agent][STEP] for agent in STRESS_PAIR] == [5, 5]
+        with caplog.at_level(logging.WARNING, logger="unity_gym.pettingzoo"):
+            observations, rewards, terminations, truncations, infos = game.step(HALF)
+        assert terminations == {"Stress_0": False, "Stress_1": False}
+        assert truncations == {"Stress_0": True, "Stress_1": True}
+        assert rewards == {"Stress_0": 0.0, "Stress_1": 0.0}  # nothing reported before the crash
+        for index, agent in enumerate(STRESS_PAIR):
+            np.testing.assert_array_equal(observations[agent], last[agent])  # the pre-crash one
+            assert observations[agent][LAST_ACTION] == 0.5
+            reason = infos[agent]["restart_reason"]
+            assert reason.startswith("game crashed (") and reason.endswith("); restarted")
+            assert "return code 3" in reason
+            assert infos[agent]["agent_id"] == index
+            assert infos[agent]["behavior_name"] == "Stress?team=0"
+        assert game.agents == []
+        assert game.restart_count == 1
+        new_pid = _game_pid(game)
+        assert new_pid != old_pid
+        assert wait_until_gone({old_pid}) == set()
+        warnings = [r for r in caplog.records if r.name == "unity_gym.pettingzoo"]
+        assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
+        assert "restarting it with the same settings (restart 1, seed 0)" in warnings[0].message
+        # reset() starts from the relaunched game (same seed: the same first observations)
+        again, infos = game.reset()
+        assert _game_pid(game) == new_pid and game.restart_count == 1
+        assert game.agents == STRESS_PAIR
+        for agent in STRESS_PAIR:
+            np.testing.assert_array_equal(again[agent], start[agent])
+            assert again[agent][STEP] == 1 and again[agent][ACADEMY_STEP] == 1
+            assert "restart_reason" not in infos[agent]
+        observations, rewards, _, truncations, _ = game.step(HALF)
+        assert [observations[agent][STEP] for agent in STRESS_PAIR] == [2, 2]
+        assert rewards == {"Stress_0": 0.5, "Stress_1": 0.5}
+        assert not any(truncations.values())
+    finally:
+        game.close()
+
+
+def test_a_hung_game_times_out_and_is_restarted() -> None:
+    game = UnityParallelEnv(
+        scene="Stress", num_agents=2, scene_options={"hang_after": 3}, timeout_wait=2
+    )
+    try:
+        game.reset()
+        game.step(HALF)
+        last, *_ = game.step(HALF)
+        observations, _, terminations, truncations, infos = game.step(HALF)  # hangs: times out
+        assert truncations == {"Stress_0": True, "Stress_1": True}
+        assert not any(terminations.values())
+        for agent in STRESS_PAIR:
+            assert infos[agent]["restart_reason"] == (
+                "game stopped answering (no message within timeout_wait=2 s); restarted"
+            )
+            np.testing.assert_array_equal(observations[agent], last[agent])
+            assert observations[agent][STEP] == 3
+        assert game.restart_count == 1
+        first, _ = game.reset()
+        assert [first[agent][STEP] for agent in STRESS_PAIR] == [1, 1]
+    finally:
+        game.close()
+
+
+def test_a_game_killed_before_reset_is_restarted_within_the_rate_limit() -> None:
+    before = live_child_pids()
+    game = UnityParallelEnv(scene="Stress", num_agents=2, restarts_rate_limit_period_s=600)
+    try:
+        start, _ = game.reset()
+        game.step(HALF)
+        victim = _game_pid(game)
+        os.kill(victim, signal.SIGKILL)
+        assert wait_until_gone({victim}) == set()
+        observations, infos = game.reset()  # the reset fails: the game is restarted
+        assert game.restart_count == 1 and game.agents == STRESS_PAIR
+        assert _game_pid(game) != victim
+        for agent in STRESS_PAIR:
+            np.testing.assert_array_equal(observations[agent], start[agent])
+            assert infos[agent]["restart_reason"].startswith("game crashed (")
+        game.step(HALF)
+        os.kill(_game_pid(game), signal.SIGKILL)
+        with pytest.raises(RestartLimitError, match=r"restarts_rate_limit_n=1\)") as refused:
+            game.step(HALF)
+        assert "already restarted 1 times in the last 600 s" in str(refused.value)
+        assert game.restart_count == 1 and game.agents == []
+    finally:
+        game.close()
+    assert wait_until_gone(live_child_pids() - before) == set()
+
+
+def test_the_lifetime_limit_stops_a_crashing_game_and_closes_it() -> None:
+    before = live_child_pids()
+    game = UnityParallelEnv(
+        scene="Stress", num_agents=2, scene_options={"crash_after": 3}, max_lifetime_restarts=0
+    )
+    steps = 0
+    with pytest.raises(RestartLimitError, match=r"max_lifetime_restarts=0\)") as refused:
+        game.reset()
+        for steps in range(1, 10):  # noqa: B007  (counted for the assertion below)
+            game.step(HALF)
+    assert steps == 3  # two steps played, the third one crashed the game
+    message = str(refused.value)
+    assert message.startswith("The game of this UnityParallelEnv crashed (")
+    assert "return code 3" in message and "is not restarted" in message
+    assert game.restart_count == 0 and game.agents == []
+    assert wait_until_gone(live_child_pids() - before) == set()
+    with pytest.raises(UnityEnvironmentException, match="This UnityParallelEnv is closed"):
+        _ = game.unity_env
+
+
+@pytest.mark.parametrize(
+    ("limits", "named"),
+    [
+        ({"max_lifetime_restarts": -2}, "max_lifetime_restarts must be an integer >= -1"),
+        ({"restarts_rate_limit_n": 1.5}, "restarts_rate_limit_n must be an integer >= -1"),
+        ({"restarts_rate_limit_period_s": 0}, "restarts_rate_limit_period_s must be a positive"),
+    ],
+)
+def test_invalid_restart_limits_are_refused_before_any_game_starts(
+    limits: dict[str, Any], named: str
+) -> None:
+    before = live_child_pids()
+    with pytest.raises(ValueError, match=named):
+        parallel_env(scene="Stress", **limits)
+    with pytest.raises(ValueError, match=named):
+        env(scene="Stress", **limits)
+    assert live_child_pids() == before
+
+
+def test_restart_limits_reach_both_fronts_and_stay_out_of_the_game_settings() -> None:
+    parallel = parallel_env(
+        scene="Stress", num_agents=2, max_lifetime_restarts=-1, restarts_rate_limit_n=3
+    )
+    try:
+        assert parallel.restart_policy == RestartPolicy(-1, 3, 60.0)
+        assert parallel.restart_count == 0
+        assert not hasattr(parallel.settings, "max_lifetime_restarts")
+    finally:
+        parallel.close()
+    aec = env(scene="Stress", num_agents=2, restarts_rate_limit_period_s=5.0)
+    try:
+        game = aec.unwrapped
+        assert isinstance(game, UnityParallelEnv)
+        assert game.restart_policy == RestartPolicy(10, 1, 5.0)
+    finally:
+        aec.close()
+
+
+def test_a_relaunched_game_with_other_specs_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", scene_path_env())
+    monkeypatch.setenv(OBS_SIZE_VARIABLE, "8")
+    before = live_child_pids()
+    game = UnityParallelEnv(scene=RESIZABLE_SCENE, num_agents=2)
+    try:
+        assert game.observation_space("Stress_0").shape == (8,)
+        game.reset()
+        monkeypatch.setenv(OBS_SIZE_VARIABLE, "5")  # the next launch has another observation
+        victim = _game_pid(game)
+        os.kill(victim, signal.SIGKILL)
+        assert wait_until_gone({victim}) == set()
+        with pytest.raises(UnityEnvironmentException) as refused:
+            game.step(HALF)
+        assert not isinstance(refused.value, RestartLimitError)
+        message = str(refused.value)
+        assert "does not match the game this UnityParallelEnv started with" in message
+        assert "behaviors ['Stress?team=0'] are new, missing or have other specs" in message
+        assert game.restart_count == 1 and game.agents == []
+        assert game.observation_space("Stress_0").shape == (8,)
+    finally:
+        game.close()
+    assert wait_until_gone(live_child_pids() - before) == set()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from trainers.common.buffers import ReplayBuffer, RolloutBuffer, compute_gae
+from trainers.common.buffers import ReplayBuffer, Rollout, RolloutBuffer, compute_gae
 from trainers.env_manager import PolicyDecision, VectorEnvManager
 
 ACT = {"Countdown": PolicyDecision(None, np.zeros((2, 1), dtype=np.int64))}
@@ -81,9 +81,8 @@ def _rollout_buffer(horizon: int) -> RolloutBuffer:
 
 
 def _add(buffer: RolloutBuffer, value: float, reward: float, **flags: float) -> None:
-    buffer.add_decision(
-        [np.zeros((1, 1))], None, np.zeros((1, 1)), None, np.zeros(1), np.array([value])
-    )
+    """One step whose observation is its value (see :func:`_finish`)."""
+    buffer.add_decision([np.array([[value]])], None, np.zeros((1, 1)), None, np.zeros(1))
     buffer.add_outcome(
         np.array([reward], dtype=np.float32),
         np.array([bool(flags.get("terminated", False))]),
@@ -93,6 +92,19 @@ def _add(buffer: RolloutBuffer, value: float, reward: float, **flags: float) -> 
     )
 
 
+def _finish(buffer: RolloutBuffer, last_value: float) -> Rollout:
+    """Close the rollout with a critic that reads the value off the observation."""
+    calls: list[np.ndarray] = []
+
+    def value_of(observations: list[np.ndarray]) -> np.ndarray:
+        calls.append(observations[0])
+        return observations[0][:, 0]
+
+    rollout = buffer.finish(value_of, [np.array([[last_value]])])
+    assert len(calls) == 1 and calls[0].shape == (rollout.rewards.shape[0] + 1, 1)
+    return rollout
+
+
 def test_gae_cuts_on_termination_and_bootstraps_truncation() -> None:
     gamma, lam = 0.9, 0.5
     buffer = _rollout_buffer(horizon=100)
@@ -100,7 +112,7 @@ def test_gae_cuts_on_termination_and_bootstraps_truncation() -> None:
     _add(buffer, 0.4, 2.0, terminated=True)
     _add(buffer, 0.3, 3.0, truncated=True, final_value=2.0)
     _add(buffer, 0.2, 4.0)
-    rollout = buffer.finish(last_values=np.array([1.0], dtype=np.float32))
+    rollout = _finish(buffer, 1.0)
     advantages, returns = compute_gae(rollout, gamma, lam)
     d3 = 4.0 + gamma * 1.0 - 0.2  # bootstrap from the current observation
     d2 = 3.0 + gamma * 2.0 - 0.3  # truncated: bootstrap from the final observation, no chaining
@@ -117,7 +129,7 @@ def test_gae_bootstraps_at_time_horizon() -> None:
     buffer = _rollout_buffer(horizon=2)
     for value in (0.1, 0.2, 0.3):
         _add(buffer, value, 1.0)
-    rollout = buffer.finish(last_values=np.array([0.4], dtype=np.float32))
+    rollout = _finish(buffer, 0.4)
     assert rollout.chain_breaks[:, 0].tolist() == [False, True, True]
     advantages, _ = compute_gae(rollout, gamma, lam)
     d2 = 1.0 + gamma * 0.4 - 0.3

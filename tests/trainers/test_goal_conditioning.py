@@ -2,7 +2,8 @@
 
 The GridWorld game (a real headless-player process over gRPC on 127.0.0.1) names its goal signal
 in ``metadata["goal_signal_keys"]``; the trainers' layout marks that entry, and the networks feed
-it to a hypernetwork instead of the features. The ONNX model keeps it as an ordinary input.
+it to a hypernetwork as well as to the features (as ML-Agents does). The ONNX model keeps it as
+an ordinary input.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ def test_goal_entries_feed_a_hypernetwork_with_hyper_conditioning() -> None:
         ("Goal", True),
         ("Position", False),
     ]
-    assert policy.encoder.output_size == 6 and policy.encoder.goal_size == 2
+    assert policy.encoder.output_size == 8 and policy.encoder.goal_size == 2
     assert isinstance(policy.body.conditional, HyperLinear)
+    assert policy.body.conditional.in_size == 16  # the last of two layers is generated
     assert isinstance(critic.body.conditional, HyperLinear)
     position = torch.randn(4, 6)
     values = [critic([torch.tensor([[1.0, 0.0]] * 4), position]),

@@ -19,7 +19,9 @@ from trainer_test_support import RunTrain, ppo_behavior
 from trainers.common.checkpoints import load_checkpoint
 from trainers.envs import ParallelTrainingEnvironment, make_training_env
 from trainers.settings import parse_run_options
+from unity_gym.pettingzoo import UnityParallelEnv
 from unity_gym.player.build import build_executable
+from unity_gym.vector import RestartPolicy
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -189,5 +191,22 @@ def test_pettingzoo_games_get_areas_seeds_and_environment_parameters(tmp_path: P
                 observations, *_ = env.step({agent: tilt for agent in env.agents})
             for observation in observations.values():
                 assert np.all(observation[8::9] == 0.0)  # sin(tilt / 2) of every stacked report
+    finally:
+        training_env.close()
+
+
+def test_pettingzoo_games_get_the_run_restart_limits(tmp_path: Path) -> None:
+    limits = {"max_lifetime_restarts": 3, "restarts_rate_limit_n": 2,
+              "restarts_rate_limit_period_s": 120}  # fmt: skip
+    options = parse_run_options({"env_settings": {"scene": "Tennis", "num_envs": 2, **limits}})
+    training_env = make_training_env(options, seed=1, log_folder=tmp_path)
+    try:
+        assert isinstance(training_env, ParallelTrainingEnvironment)
+        assert len(training_env.envs) == 2
+        for env in training_env.envs:
+            game = env.unwrapped
+            assert isinstance(game, UnityParallelEnv)
+            assert game.restart_policy == RestartPolicy(3, 2, 120)
+            assert game.restart_count == 0
     finally:
         training_env.close()

@@ -18,7 +18,7 @@ from trainer_scenes import GROUP_REWARD, SCENE, scene_path_env
 
 from trainers.env_manager import BehaviorStep, PolicyDecision
 from trainers.parallel_env_manager import ParallelEnvManager
-from unity_gym.pettingzoo import parallel_env
+from unity_gym.pettingzoo import UnityParallelEnv, parallel_env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -364,6 +364,69 @@ def test_two_behavior_names_get_two_trainers_with_exact_episodes(
             assert length == 3
             assert total == pytest.approx(3 * 0.5 + 2 * GROUP_REWARD)
         assert book.resets == 2 * 2  # both games, twice
+    finally:
+        for env in envs:
+            env.close()
+
+
+def test_a_crashed_game_truncates_its_slots_and_the_manager_plays_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Two Stress games of two agents; game 0 exits with code 3 during its 4th step after reset.
+    envs: list[RecordingEnv] = []
+    games: list[UnityParallelEnv] = []
+
+    def crashing_game_pid() -> int:
+        process = games[0].unity_env.process
+        assert process is not None
+        return process.pid
+
+    try:
+        for index, scene_options in enumerate([{"crash_after": 4}, {}]):
+            game = parallel_env(scene="Stress", num_agents=2, seed=5 + index, worker_id=index,
+                                scene_options=scene_options)  # fmt: skip
+            games.append(game)
+            envs.append(RecordingEnv(game))
+        manager = ParallelEnvManager(envs)
+        assert manager.slot_agents["Stress"] == [
+            (0, "Stress_0"), (0, "Stress_1"), (1, "Stress_0"), (1, "Stress_1")
+        ]  # fmt: skip
+        book = Bookkeeping(manager, envs)
+        current = manager.reset(5)
+        book.check_reset(5, current)
+        np.testing.assert_array_equal(current["Stress"].observations[0][:, 0], [1, 1, 1, 1])
+        decisions = {"Stress": PolicyDecision(np.full((4, 2), 0.5, np.float32), None)}
+        for _ in range(3):
+            marks = [len(env.log) for env in envs]
+            current = manager.step(decisions)
+            book.check_step(decisions, marks, current)
+            assert not current["Stress"].done.any()
+        old_pid = crashing_game_pid()
+        marks = [len(env.log) for env in envs]
+        with caplog.at_level(logging.WARNING, logger="unity_gym.pettingzoo"):
+            current = manager.step(decisions)  # game 0 crashes and is restarted
+        book.check_step(decisions, marks, current)
+        step = current["Stress"]
+        assert step.valid.tolist() == [True] * 4  # every slot acted in this step
+        assert step.truncated.tolist() == [True, True, False, False]
+        assert not step.terminated.any()
+        np.testing.assert_array_equal(step.rewards, [0.0, 0.0, 0.5, 0.5])  # nothing after crash
+        np.testing.assert_array_equal(step.final_observations[0][:, 0], [4, 4, 5, 5])
+        np.testing.assert_array_equal(step.observations[0][:, 0], [1, 1, 5, 5])
+        assert step.episodes == [(1.5, 4), (1.5, 4)]  # 3 x 0.5, then the truncated step
+        crashed = envs[0].log[marks[0]]
+        assert all("return code 3" in info["restart_reason"] for info in crashed["infos"].values())
+        assert envs[0].log[-1]["kind"] == "reset" and envs[0].log[-1]["seed"] is None
+        assert games[0].restart_count == 1 and games[1].restart_count == 0
+        assert crashing_game_pid() != old_pid
+        assert sum("restarting it with the same settings" in r.message for r in caplog.records) == 1
+        marks = [len(env.log) for env in envs]
+        current = manager.step(decisions)  # valid again, in the restarted game
+        book.check_step(decisions, marks, current)
+        step = current["Stress"]
+        assert step.valid.all() and not step.done.any()
+        np.testing.assert_array_equal(step.observations[0][:, 0], [2, 2, 6, 6])
+        np.testing.assert_array_equal(step.rewards, [0.5, 0.5, 0.5, 0.5])
     finally:
         for env in envs:
             env.close()

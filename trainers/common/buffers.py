@@ -6,12 +6,16 @@ few array copies per env step, not per agent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ReplayBuffer", "Rollout", "RolloutBuffer", "compute_gae"]
+__all__ = ["ReplayBuffer", "Rollout", "RolloutBuffer", "ValueFunction", "compute_gae"]
+
+ValueFunction = Callable[[list[np.ndarray]], np.ndarray]
+"""Maps a batch of observations (one ``(B, ...)`` array per entry) to their values ``(B,)``."""
 
 
 @dataclass
@@ -64,7 +68,9 @@ class RolloutBuffer:
     """Collects env steps of all slots until a rollout is complete.
 
     Record order per env step: :meth:`add_decision` (what the policy did) then :meth:`add_outcome`
-    (what the environment answered).
+    (what the environment answered). State values are not recorded while acting: :meth:`finish`
+    evaluates all observations of the rollout in one batch (as ML-Agents does when it processes a
+    trajectory), which is cheaper than one critic pass per env step.
     """
 
     time_horizon: int
@@ -80,8 +86,8 @@ class RolloutBuffer:
     def clear(self) -> None:
         """Drop all recorded steps (the horizon counters continue)."""
         names = (
-            "observations", "continuous", "discrete", "masks", "log_probs", "values",
-            "bootstrap", "rewards", "terminated", "done", "cut", "valid",
+            "observations", "continuous", "discrete", "masks", "log_probs", "bootstrap",
+            "rewards", "terminated", "done", "cut", "valid",
         )  # fmt: skip
         self._steps = {name: [] for name in names}
         self._valid_count = 0
@@ -99,7 +105,7 @@ class RolloutBuffer:
     @property
     def awaiting_outcome(self) -> bool:
         """Whether the last decision has no outcome yet."""
-        return len(self._steps["values"]) > len(self._steps["rewards"])
+        return len(self._steps["log_probs"]) > len(self._steps["rewards"])
 
     def add_decision(
         self,
@@ -108,7 +114,6 @@ class RolloutBuffer:
         discrete: np.ndarray | None,
         masks: np.ndarray | None,
         log_probs: np.ndarray,
-        values: np.ndarray,
     ) -> None:
         """Record the observations the policy saw and what it chose."""
         steps = self._steps
@@ -117,7 +122,6 @@ class RolloutBuffer:
         steps["discrete"].append(discrete)
         steps["masks"].append(masks)
         steps["log_probs"].append(log_probs)
-        steps["values"].append(values)
 
     def add_outcome(
         self,
@@ -146,8 +150,14 @@ class RolloutBuffer:
         steps["bootstrap"].append(bootstrap)
         self._valid_count += int(valid.sum())
 
-    def finish(self, last_values: np.ndarray) -> Rollout:
-        """Assemble the rollout; ``last_values`` are the values of the current observations.
+    def finish(self, value_of: ValueFunction, last_observations: list[np.ndarray]) -> Rollout:
+        """Assemble the rollout, with the values of every recorded observation.
+
+        Args:
+            value_of: the critic, called once with the ``T * n`` recorded observations (step
+                by step, slots in order) followed by the ``n`` ``last_observations``.
+            last_observations: the slots' current observations (the successors of the last
+                step), one ``(n, ...)`` array per entry.
 
         Raises:
             RuntimeError: the last decision has no outcome yet (its step is still running).
@@ -155,17 +165,22 @@ class RolloutBuffer:
         if self.awaiting_outcome:
             raise RuntimeError("the rollout cannot close while a decision awaits its outcome.")
         steps = self._steps
-        values = np.stack(steps["values"]).astype(np.float32)
-        done = np.stack(steps["done"])
-        bootstrap = np.stack(steps["bootstrap"])
-        following = np.concatenate([values[1:], last_values[None].astype(np.float32)])
-        next_values = np.where(done, bootstrap, following)
-        chain_breaks = done | np.stack(steps["cut"])
-        chain_breaks[-1] = True
         observations = [
             np.stack([obs[i] for obs in steps["observations"]])
             for i in range(len(steps["observations"][0]))
         ]
+        length, n = len(steps["log_probs"]), self.num_slots
+        flat = [
+            np.concatenate([entry.reshape(length * n, *entry.shape[2:]), np.asarray(last)])
+            for entry, last in zip(observations, last_observations, strict=True)
+        ]
+        all_values = np.asarray(value_of(flat), dtype=np.float32).reshape(length + 1, n)
+        values = all_values[:-1]
+        done = np.stack(steps["done"])
+        bootstrap = np.stack(steps["bootstrap"])
+        next_values = np.where(done, bootstrap, all_values[1:])
+        chain_breaks = done | np.stack(steps["cut"])
+        chain_breaks[-1] = True
         rollout = Rollout(
             observations=observations,
             continuous=_stack_optional(steps["continuous"]),

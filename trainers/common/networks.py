@@ -5,8 +5,8 @@ Every network encodes its inputs the same way (:class:`ObservationEncoder`): vec
 image entries go through a convolutional encoder (``simple``: two conv layers, ``nature_cnn``:
 the three-layer DQN network) producing ``hidden_units`` features. The encoding feeds an MLP of
 ``num_layers`` x ``hidden_units`` SiLU layers and a head. Goal-signal entries
-(``ObservationEntry.goal``) are, with ``goal_conditioning_type: hyper`` (ML-Agents' default),
-not features: they generate the weights of the last hidden layer (:class:`HyperLinear`).
+(``ObservationEntry.goal``) are features too and, with ``goal_conditioning_type: hyper``
+(ML-Agents' default), also generate the weights of the last hidden layer (:class:`HyperLinear`).
 
 Initialization follows ML-Agents: dense weights are He-normal for a linear unit (standard
 deviation ``gain / sqrt(fan_in)``) with gain 1 in hidden layers, 0.1 for discrete logits and
@@ -42,7 +42,6 @@ __all__ = [
 
 # Smallest image side each encoder accepts (its convolutions need this much input).
 MIN_IMAGE_SIDE = {"simple": 20, "nature_cnn": 36}
-_HYPER_HIDDEN = 64  # hidden units of the network that generates a goal-conditioned layer
 _CONV_GAIN = math.sqrt(2.0)  # convolutions and the dense layer after them (leaky ReLU)
 
 
@@ -122,16 +121,14 @@ class ObservationEncoder(nn.Module):
         self.visual_index: list[int] = []
         encoders: list[nn.Module] = []
         self.vector_index: list[int] = []
-        #: Goal-signal entries kept out of the features and given to the body's hypernetwork.
+        #: Goal-signal entries, also given to the body's hypernetwork (``hyper`` conditioning).
         self.goal_index: list[int] = []
-        conditioned = settings.goal_conditioning_type == "hyper" and any(
-            not entry.goal for entry in layout.entries
-        )
+        conditioned = settings.goal_conditioning_type == "hyper"
         size = 0
         for index, entry in enumerate(layout.entries):
             if conditioned and entry.goal:
                 self.goal_index.append(index)
-            elif entry.kind == "image":
+            if entry.kind == "image":
                 self.visual_index.append(index)
                 encoders.append(
                     _visual_encoder(entry, settings.vis_encode_type, settings.hidden_units)
@@ -145,7 +142,7 @@ class ObservationEncoder(nn.Module):
         self.goal_size = sum(layout.entries[i].network_shape[0] for i in self.goal_index)
 
     def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
-        """Encode a batch: ``(n, output_size)`` (goal signals excluded, see :meth:`goal`)."""
+        """Encode a batch: ``(n, output_size)`` (goal signals included)."""
         normalized = self.normalizer(observations)
         parts = [normalized[i] for i in self.vector_index]
         for index, encoder in zip(self.visual_index, self.visual_encoders, strict=True):
@@ -160,30 +157,43 @@ class ObservationEncoder(nn.Module):
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
 
+def _layer_norm(x: torch.Tensor) -> torch.Tensor:
+    """Layer normalization without learned scale and shift (written out so it exports to ONNX)."""
+    centred = x - x.mean(dim=-1, keepdim=True)
+    return centred / torch.sqrt(centred.pow(2).mean(dim=-1, keepdim=True) + 1e-5)
+
+
 class HyperLinear(nn.Module):
-    """A dense layer whose weights and bias are computed from a goal signal by a small network.
+    """A dense layer whose weights are computed from a goal signal by a small network.
 
     This is goal conditioning as ML-Agents' ``goal_conditioning_type: hyper`` describes it: the
-    goal modulates the features multiplicatively instead of being one more input feature, which
-    is what lets a policy act differently for each goal of the same scene (GridWorld).
+    goal modulates the features multiplicatively instead of only being one more input feature,
+    which is what lets a policy act differently for each goal of the same scene (GridWorld).
+    The generating network has two SiLU layers of ``hidden`` units and a parameter-free layer
+    norm; the generated weights start with standard deviation ``1 / sqrt(3 * in_size)``. The
+    layer's bias is an ordinary parameter.
     """
 
     def __init__(self, in_size: int, out_size: int, goal_size: int, hidden: int) -> None:
         super().__init__()
         self.in_size, self.out_size = in_size, out_size
-        # Generated weights start at about He scale (std ~ 1 / sqrt(in_size)).
         self.hyper = nn.Sequential(
             _linear(goal_size, hidden, 1.0),
-            nn.ReLU(),
-            _linear(hidden, (in_size + 1) * out_size, 2.0 / math.sqrt(in_size)),
+            nn.SiLU(),
+            _linear(hidden, hidden, 1.0),
+            nn.SiLU(),
         )
+        self.weights = nn.Linear(hidden, in_size * out_size)
+        bound = 1.0 / math.sqrt(hidden * in_size)
+        nn.init.uniform_(self.weights.weight, -bound, bound)
+        nn.init.zeros_(self.weights.bias)
+        self.bias = nn.Parameter(torch.zeros(out_size))
 
     def forward(self, inputs: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
         """``(n, out_size)``: each row's input times the weights its goal generated."""
-        params = self.hyper(goal)
-        split = self.in_size * self.out_size
-        weight = params[:, :split].reshape(-1, self.in_size, self.out_size)
-        return torch.bmm(inputs.unsqueeze(1), weight).squeeze(1) + params[:, split:]
+        weight = self.weights(_layer_norm(self.hyper(goal)))
+        weight = weight.reshape(-1, self.in_size, self.out_size)
+        return torch.bmm(inputs.unsqueeze(1), weight).squeeze(1) + self.bias
 
 
 class Body(nn.Module):
@@ -200,9 +210,7 @@ class Body(nn.Module):
             layers += [_linear(size, hidden, 1.0), nn.SiLU()]
             size = hidden
         self.plain = nn.Sequential(*layers)
-        self.conditional = (
-            HyperLinear(size, hidden, goal_size, _HYPER_HIDDEN) if goal_size else None
-        )
+        self.conditional = HyperLinear(size, hidden, goal_size, hidden) if goal_size else None
 
     def forward(self, features: torch.Tensor, goal: torch.Tensor | None) -> torch.Tensor:
         """``(n, hidden_units)``."""

@@ -3,12 +3,11 @@
 One update, in order:
 
 1. the rollout (``buffer_size`` agent steps over all slots, recorded per slot group since the
-   games of an asynchronous environment step independently) is closed with the values of each
-   group's current observations; generalized advantage estimation runs per slot, cut at episode
-   ends,
-   every ``time_horizon`` steps and at the end of the rollout, bootstrapping from the value of
-   the next observation unless the episode terminated (a truncated episode bootstraps from its
-   final observation);
+   games of an asynchronous environment step independently) is closed: the critic evaluates all
+   its observations and each group's current ones in one batch (acting needs no critic pass);
+   generalized advantage estimation runs per slot, cut at episode ends, every ``time_horizon``
+   steps and at the end of the rollout, bootstrapping from the value of the next observation
+   unless the episode terminated (a truncated episode bootstraps from its final observation);
 2. advantages are normalized over the rollout;
 3. ``num_epoch`` passes over shuffled minibatches of ``batch_size``: clipped surrogate loss,
    value loss with the value change clipped to ``epsilon``, entropy bonus ``beta``; one Adam
@@ -39,6 +38,7 @@ from unity_gym.timers import hierarchical_timer
 __all__ = ["PPOTrainer"]
 
 VALUE_LOSS_COEF = 0.5
+VALUE_CHUNK = 4096  # observations per critic pass when a rollout closes
 # Floors of the linear schedules (ML-Agents' values).
 MIN_LEARNING_RATE = 1e-10
 MIN_EPSILON = 0.1
@@ -104,13 +104,11 @@ class PPOTrainer(Trainer):
             mask = self.mask_tensor(joined.action_mask)
             dist = self.policy(observations, mask)
             raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
-            values = self.critic(observations) if recording else None
             log_probs = dist.log_prob(raw, discrete) if recording else None
             env_continuous = dist.env_continuous(raw) if raw is not None else None
         raw_np = raw.cpu().numpy() if raw is not None else None
         discrete_np = discrete.cpu().numpy() if discrete is not None else None
         continuous_np = env_continuous.cpu().numpy() if env_continuous is not None else None
-        values_np = values.cpu().numpy() if values is not None else None
         log_probs_np = log_probs.cpu().numpy() if log_probs is not None else None
         decisions = []
         start = 0
@@ -118,7 +116,7 @@ class PPOTrainer(Trainer):
             rows = slice(start, start + len(step.valid))
             start = rows.stop
             if recording:
-                assert values_np is not None and log_probs_np is not None
+                assert log_probs_np is not None
                 buffer = self.buffers.get(step.group)
                 if buffer is None:
                     buffer = RolloutBuffer(self.settings.time_horizon, len(step.valid))
@@ -129,7 +127,6 @@ class PPOTrainer(Trainer):
                     _pick(discrete_np, rows),
                     step.action_mask,
                     log_probs_np[rows],
-                    values_np[rows],
                 )
             decisions.append(PolicyDecision(_pick(continuous_np, rows), _pick(discrete_np, rows)))
         return decisions
@@ -163,16 +160,23 @@ class PPOTrainer(Trainer):
         return valid >= self.hyper.buffer_size
 
     def _take_update_job(self) -> Callable[[], None]:
-        rollouts = []
-        for group, buffer in self.buffers.items():
-            if buffer.num_steps == 0:
-                continue
-            with self.model_lock, torch.no_grad():
-                observations = self.tensors(self._last_observations[group])
-                last_values = self.critic(observations).cpu().numpy()
-            rollouts.append(buffer.finish(last_values))
+        rollouts = [
+            buffer.finish(self._values, self._last_observations[group])
+            for group, buffer in self.buffers.items()
+            if buffer.num_steps
+        ]
         step = self.step
         return lambda: self._update(rollouts, step)
+
+    def _values(self, observations: list[np.ndarray]) -> np.ndarray:
+        """The critic's values of a batch of raw observations, evaluated in chunks."""
+        size = len(observations[0])
+        values = np.empty(size, dtype=np.float32)
+        with self.model_lock, torch.no_grad():
+            for start in range(0, size, VALUE_CHUNK):
+                chunk = [entry[start : start + VALUE_CHUNK] for entry in observations]
+                values[start : start + VALUE_CHUNK] = self.critic(self.tensors(chunk)).cpu().numpy()
+        return values
 
     def _update(self, rollouts: list[Rollout], step: int) -> None:
         hyper = self.hyper

@@ -4,8 +4,11 @@
 an AEC env (PettingZoo's ``parallel_to_aec`` conversion: agents act in turn in
 ``possible_agents`` order and the game advances once every live agent has acted). Both take the
 keywords of :class:`~unity_gym.gym_env.UnityGymEnv` (``file_name``, ``scene``, ``seed``,
-``num_agents``, engine settings, ``env_params``, ...) plus ``max_cycles``. Agent names, episode
-and seeding rules are documented in :mod:`unity_gym.pettingzoo.parallel_env`.
+``num_agents``, engine settings, ``env_params``, ...) plus ``max_cycles`` and the restart limits
+``max_lifetime_restarts``, ``restarts_rate_limit_n`` and ``restarts_rate_limit_period_s``. Agent
+names, episode, seeding and restart rules (a crashed or hung game is relaunched and its agents
+truncated; :class:`~unity_gym.vector.faults.RestartLimitError`, re-exported here, beyond the
+limits) are documented in :mod:`unity_gym.pettingzoo.parallel_env`.
 
 Example::
 
@@ -27,8 +30,9 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from unity_gym.pettingzoo.parallel_env import UnityParallelEnv, agent_name_prefixes
+from unity_gym.vector.faults import RestartLimitError
 
-__all__ = ["UnityParallelEnv", "agent_name_prefixes", "env", "parallel_env"]
+__all__ = ["RestartLimitError", "UnityParallelEnv", "agent_name_prefixes", "env", "parallel_env"]
 
 
 def parallel_env(**kwargs: Any) -> UnityParallelEnv:

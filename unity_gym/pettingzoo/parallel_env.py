@@ -34,6 +34,22 @@ previous step, not included in the agent's reward); agents with discrete actions
 ``"action_mask"`` in the format of ``action_space(agent).sample(mask=...)`` (see
 :meth:`unity_gym.spaces.ActionAdapter.sample_mask`; 1 = allowed).
 
+Faults. A game that crashes or stops answering (no message within ``timeout_wait``) during
+``step`` or ``reset`` is closed, relaunched with the same settings (same seed) and reset, at most
+``max_lifetime_restarts`` times in all and ``restarts_rate_limit_n`` times within any
+``restarts_rate_limit_period_s`` seconds (``mlagents-learn``'s limits, see
+:mod:`unity_gym.vector.faults`; -1 lifts a limit); a warning goes to logger
+``unity_gym.pettingzoo``. The interrupted ``step`` returns every agent that was live as
+``truncated`` with the reward it collected in that step before the failure, its latest
+observation and ``info["restart_reason"]`` (an agent whose Unity episode had already ended in that
+step keeps its own ``terminated``/``truncated`` outcome); ``agents`` becomes empty, and the next
+``reset()`` starts from the relaunched game without restarting it again. A failure during
+``reset`` returns the relaunched game's first observations, their infos with
+``"restart_reason"``. Once the limits refuse a restart, the game is closed and
+:class:`~unity_gym.vector.faults.RestartLimitError` is raised. The relaunched game must have the
+behaviors and specs of the first one (else ``UnityEnvironmentException``), so ``possible_agents``
+and spaces never change. :attr:`UnityParallelEnv.restart_count` counts the restarts.
+
 Rendering. ``render_mode="rgb_array"`` needs a behavior with a camera (checked at construction);
 ``render()`` returns the first camera image of the first live agent that has one, as uint8
 ``(H, W, 3)``.
@@ -41,26 +57,45 @@ Rendering. ``render_mode="rgb_array"`` needs a behavior with a camera (checked a
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 
 from unity_gym.base_env import DecisionSteps, TerminalSteps
-from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.exceptions import UnityActionException, UnityEnvironmentException, UnityException
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
 from unity_gym.registration import GameSettings
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
+from unity_gym.vector.faults import (
+    RestartLimitError,
+    RestartPolicy,
+    RestartTracker,
+    describe_game_failure,
+)
 
 if TYPE_CHECKING:
+    from unity_gym.base_env import BehaviorSpec
     from unity_gym.environment import UnityEnvironment
     from unity_gym.side_channels.side_channel import SideChannel
 
 __all__ = ["UnityParallelEnv", "agent_name_prefixes"]
+
+logger = logging.getLogger("unity_gym.pettingzoo")
+
+_Outcomes: TypeAlias = tuple[
+    dict[str, Any],
+    dict[str, float],
+    dict[str, bool],
+    dict[str, bool],
+    dict[str, dict[str, Any]],
+]
+"""What ``ParallelEnv.step`` returns: observations, rewards, terminations, truncations, infos."""
 
 
 def agent_name_prefixes(behavior_names: Sequence[str]) -> dict[str, str]:
@@ -96,6 +131,14 @@ class _Accumulated:
     mask: np.ndarray | None = None
 
 
+class _GameFailedError(Exception):
+    """The game crashed, quit or stopped answering (wraps the bridge's exception)."""
+
+    def __init__(self, error: UnityException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
     """All agents of a Unity game (a build or a built-in scene) as a PettingZoo ParallelEnv.
 
@@ -112,11 +155,19 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         seed: game seed until ``reset(seed=...)`` chooses another (default 0).
         num_agents: built-in scenes: total agents; default one training area.
         side_channels: extra side channels served to the game (kept across restarts).
-        **game_options: the other :class:`~unity_gym.registration.GameSettings` fields.
+        max_lifetime_restarts: restarts of a crashed or hung game allowed over the env's life
+            (-1: no limit; module docs, "Faults").
+        restarts_rate_limit_n: restarts allowed within any ``restarts_rate_limit_period_s``
+            seconds (-1: no limit).
+        restarts_rate_limit_period_s: length in seconds of the rate-limit window.
+        **game_options: the other :class:`~unity_gym.registration.GameSettings` fields
+            (``no_graphics``, ``time_scale``, ``env_params``, ``timeout_wait``,
+            ``scene_options``, ``worker_id``, ``base_port``, ``num_areas``, ``log_folder``, ...).
 
     Raises:
-        ValueError: on invalid settings or ``render_mode``.
-        UnityEnvironmentException: if the game fails to start or reports no agent.
+        ValueError: on invalid settings, restart limits or ``render_mode`` (nothing is started).
+        UnityEnvironmentException: if the game fails to start or reports no agent (a failure
+            at construction is raised, not restarted).
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012  (PettingZoo declares a plain attribute)
@@ -138,6 +189,9 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         seed: int | None = None,
         num_agents: int | None = None,
         side_channels: Sequence[SideChannel] = (),
+        max_lifetime_restarts: int = 10,
+        restarts_rate_limit_n: int = 1,
+        restarts_rate_limit_period_s: float = 60.0,
         **game_options: Any,
     ) -> None:
         if render_mode is not None and render_mode != "rgb_array":
@@ -146,6 +200,10 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             )
         if max_cycles is not None and (not isinstance(max_cycles, int) or max_cycles < 1):
             raise ValueError(f"max_cycles must be a positive int or None, got {max_cycles!r}.")
+        self._restart_policy = RestartPolicy(
+            max_lifetime_restarts, restarts_rate_limit_n, restarts_rate_limit_period_s
+        )
+        self._tracker = RestartTracker(self._restart_policy)
         self._settings = GameSettings(
             file_name=file_name,
             scene=scene,
@@ -159,16 +217,18 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self._visual_obs: VisualLayout = visual_obs
         self._side_channels = tuple(side_channels)
         self._unity: UnityEnvironment | None = None
+        self._game_specs: dict[str, BehaviorSpec] | None = None  # read at the first launch
         self._pristine = False  # launched with the current seed and never stepped since
         self._at_start = False  # at an episode start, not stepped since
         self._restart_ready = False  # the next episode's decisions are all known
         self._live: dict[str, tuple[str, int]] = {}  # name -> (behavior, Unity agent id)
-        self._last_obs: dict[str, list[np.ndarray]] = {}
+        self._last_reports: dict[str, _Accumulated] = {}  # each agent's latest report
         self._cycles = 0
         self.agents: list[str] = []
 
-        self._launch(self._settings)
+        failure: UnityException | None = None  # not restarted at construction: raised
         try:
+            self._launch(self._settings)
             self._describe_game()
             if render_mode == "rgb_array" and not self._cameras:
                 raise ValueError(
@@ -176,9 +236,14 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                     f"the game has one ({sorted(self._observation_adapters)}). Use "
                     "render_mode=None."
                 )
+        except _GameFailedError as fault:
+            failure = fault.error
         except BaseException:
             self.close()
             raise
+        if failure is not None:
+            self.close()
+            raise failure
 
     # -- PettingZoo API -----------------------------------------------------------------------
 
@@ -193,33 +258,43 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """Start a PettingZoo episode (module docs); ``options`` are ignored."""
-        if seed is not None and not (self._pristine and int(seed) == self._settings.seed):
-            self._launch(self._settings.replace(seed=int(seed)))
-        elif not self._at_start and not self._restart_ready:
-            self.unity_env.reset()
-        self._restart_ready = False
+        """Start a PettingZoo episode (module docs); ``options`` are ignored.
+
+        A game that fails meanwhile is restarted (module docs, "Faults").
+
+        Raises:
+            RestartLimitError: the game failed and the restart limits refuse another restart.
+            UnityEnvironmentException: no agent requested a decision within
+                :data:`~unity_gym.gym_env.MAX_WAIT_STEPS` game steps, or a relaunched game
+                differs from the first one.
+        """
         self._cycles = 0
-        observations, infos = self._start_episode()
+        try:
+            if seed is not None and not (self._pristine and int(seed) == self._settings.seed):
+                self._launch(self._settings.replace(seed=int(seed)))
+            elif not self._at_start and not self._restart_ready:
+                self._exchange(reset=True)
+            self._restart_ready = False
+            observations, infos = self._start_episode()
+        except _GameFailedError as fault:
+            observations, infos = self._restarted_reset(fault)
         self._at_start = True
         return observations, infos
 
-    def step(
-        self, actions: Mapping[str, Any]
-    ) -> tuple[
-        dict[str, Any],
-        dict[str, float],
-        dict[str, bool],
-        dict[str, bool],
-        dict[str, dict[str, Any]],
-    ]:
+    def step(self, actions: Mapping[str, Any]) -> _Outcomes:
         """Act for every live agent and advance until each has reported (module docs).
+
+        If the game fails meanwhile it is restarted and every live agent is truncated (module
+        docs, "Faults").
 
         Raises:
             ValueError: for an unknown agent name or a live agent without an action.
             UnityActionException: for an action outside the agent's action space.
             UnityEnvironmentException: if an agent does not report within
-                :data:`~unity_gym.gym_env.MAX_WAIT_STEPS` game steps.
+                :data:`~unity_gym.gym_env.MAX_WAIT_STEPS` game steps, or a relaunched game
+                differs from the first one.
+            RestartLimitError: the game failed and the restart limits refuse another restart
+                (the game is closed).
         """
         if not self.agents:
             raise gymnasium.error.ResetNeeded(
@@ -239,7 +314,10 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             unity.set_action_for_agent(behavior, agent_id, action)
         self._pristine = self._at_start = False
         reports = {name: _Accumulated() for name in self.agents}
-        self._advance(reports)
+        try:
+            self._advance(reports)
+        except _GameFailedError as fault:
+            return self._restarted_step(reports, fault)
         self._cycles += 1
         out_of_cycles = self.max_cycles is not None and self._cycles >= self.max_cycles
 
@@ -249,12 +327,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         truncations: dict[str, bool] = {}
         infos: dict[str, dict[str, Any]] = {}
         for name, report in reports.items():
-            behavior, agent_id = self._live[name]
-            assert report.obs is not None
-            self._last_obs[name] = report.obs
-            observations[name] = self._observation_adapters[behavior].from_unity(
-                [o[np.newaxis] for o in report.obs], 0
-            )
+            observations[name] = self._observe(name, report)
             rewards[name] = report.reward
             terminations[name] = report.done and not report.interrupted
             truncations[name] = (report.done and report.interrupted) or (
@@ -272,19 +345,28 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         """The first live agent's first camera image as uint8 ``(H, W, 3)`` (module docs)."""
         if self.render_mode is None:
             return None
-        for name in self.agents or list(self._last_obs):
+        for name in self.agents or list(self._last_reports):
             camera = self._cameras.get(self._behavior_of(name))
-            if camera is not None and name in self._last_obs:
-                return render_frame(self._last_obs[name][camera])
+            report = self._last_reports.get(name)
+            if camera is not None and report is not None and report.obs is not None:
+                return render_frame(report.obs[camera])
         return None
 
     def close(self) -> None:
         """Stop the game and its process; safe to call more than once."""
-        unity, self._unity = self._unity, None
         self.agents = []
         self._live = {}
-        if unity is not None:
-            unity.close()
+        self._close_game()
+
+    @property
+    def restart_count(self) -> int:
+        """Restarts of the game after a crash or hang so far (``reset(seed=...)`` not counted)."""
+        return self._tracker.restarts
+
+    @property
+    def restart_policy(self) -> RestartPolicy:
+        """The limits on restarting a crashed or hung game (from the constructor's arguments)."""
+        return self._restart_policy
 
     def state(self) -> np.ndarray:
         """Not available: a Unity game exposes no global state.
@@ -299,26 +381,159 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
     # -- internals ----------------------------------------------------------------------------
 
     def _launch(self, settings: GameSettings) -> None:
-        """(Re)start the game with ``settings`` and reset it."""
-        if self._unity is not None:
-            self._unity.close()
-            self._unity = None
+        """(Re)start the game with ``settings`` and reset it.
+
+        Raises:
+            _GameFailedError: the game failed to start or to reset (it is closed).
+            UnityEnvironmentException: a relaunched game's behaviors or specs differ from the
+                first launch's (the env is closed).
+        """
+        self._close_game()
         self._settings = settings
         self.agents = []
         self._live = {}
         self._restart_ready = False
-        self._unity = settings.launch(self._side_channels)
         try:
+            self._unity = settings.launch(self._side_channels)
             self._unity.reset()
+        except UnityActionException:
+            self.close()
+            raise
+        except UnityException as error:
+            self._close_game()
+            raise _GameFailedError(error) from error
         except BaseException:
             self.close()
             raise
+        self._check_same_game()
         self._pristine = self._at_start = True
+
+    def _close_game(self) -> None:
+        unity, self._unity = self._unity, None
+        if unity is not None:
+            unity.close()
+
+    def _check_same_game(self) -> None:
+        """Refuse a relaunched game whose behaviors or specs differ from the first launch's.
+
+        Raises:
+            UnityEnvironmentException: they differ (the env is closed).
+        """
+        known = self._game_specs
+        if known is None:
+            return
+        specs = dict(self.unity_env.behavior_specs)
+        if specs == known:
+            return
+        changed = sorted(
+            name for name in set(specs) | set(known) if specs.get(name) != known.get(name)
+        )
+        self.close()
+        raise UnityEnvironmentException(
+            f"The relaunched game (seed {self._settings.seed}) does not match the game this "
+            f"UnityParallelEnv started with: behaviors {changed} are new, missing or have other "
+            f"specs (now {sorted(specs)}, first {sorted(known)}). possible_agents and spaces "
+            "never change; make the game start with the same behaviors whatever the seed, or "
+            "create a new env for a different game."
+        )
+
+    def _exchange(self, *, reset: bool = False) -> None:
+        """One reset or step of the bridge; game failures become :class:`_GameFailedError`."""
+        unity = self.unity_env
+        try:
+            if reset:
+                unity.reset()
+            else:
+                unity.step()
+        except UnityActionException:
+            raise
+        except UnityException as error:
+            raise _GameFailedError(error) from error
+
+    def _recover(self, fault: _GameFailedError) -> str:
+        """Relaunch the failed game with the same settings, within the restart limits.
+
+        Relaunches that fail again are retried (each counts as a restart).
+
+        Returns:
+            The restart reason for the agents' infos.
+
+        Raises:
+            RestartLimitError: the limits refuse a restart (the game is closed).
+            UnityEnvironmentException: the relaunched game differs from the first one.
+        """
+        first_reason: str | None = None
+        while True:
+            reason = describe_game_failure(fault.error, self._settings.timeout_wait)
+            first_reason = first_reason or reason
+            refusal = self._tracker.refusal()
+            if refusal is not None:
+                self.close()
+                raise RestartLimitError(
+                    f"The game of this UnityParallelEnv {reason} and is not restarted: "
+                    f"{refusal}.\n{fault.error}"
+                ) from fault.error
+            self._tracker.grant()
+            logger.warning(
+                "The game %s; restarting it with the same settings (restart %d, seed %d). Its "
+                "live agents report truncated=True and info['restart_reason']. Details: %s",
+                reason,
+                self._tracker.restarts,
+                self._settings.seed,
+                fault.error,
+            )
+            try:
+                self._launch(self._settings)
+            except _GameFailedError as again:
+                fault = again
+                continue
+            return f"game {first_reason}; restarted"
+
+    def _restarted_step(
+        self, reports: dict[str, _Accumulated], fault: _GameFailedError
+    ) -> _Outcomes:
+        """Restart the failed game and end every agent of the interrupted step (module docs)."""
+        outcomes: dict[str, _Accumulated] = {}
+        for name, report in reports.items():
+            if not report.reported:  # nothing new since its last report: that one stands
+                last = self._last_reports[name]
+                report = replace(last, reward=0.0, group_reward=0.0, done=False, interrupted=False)
+            outcomes[name] = report
+        reason = self._recover(fault)
+        observations: dict[str, Any] = {}
+        rewards: dict[str, float] = {}
+        terminations: dict[str, bool] = {}
+        truncations: dict[str, bool] = {}
+        infos: dict[str, dict[str, Any]] = {}
+        for name, report in outcomes.items():
+            observations[name] = self._observe(name, report)
+            rewards[name] = report.reward
+            terminations[name] = report.done and not report.interrupted
+            truncations[name] = not terminations[name]
+            infos[name] = self._info(name, report)
+            infos[name]["restart_reason"] = reason
+        return observations, rewards, terminations, truncations, infos
+
+    def _restarted_reset(
+        self, fault: _GameFailedError
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Restart the failed game and start an episode in it (module docs)."""
+        while True:
+            reason = self._recover(fault)
+            try:
+                observations, infos = self._start_episode()
+            except _GameFailedError as again:
+                fault = again
+                continue
+            for info in infos.values():
+                info["restart_reason"] = reason
+            return observations, infos
 
     def _describe_game(self) -> None:
         """Read behaviors, spaces and ``possible_agents`` from the game's first decisions."""
         unity = self.unity_env
         specs = unity.behavior_specs
+        self._game_specs = dict(specs)
         self._prefixes = agent_name_prefixes(sorted(specs))
         self._observation_adapters = {
             name: ObservationAdapter(
@@ -354,7 +569,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             steps = {name: unity.get_steps(name)[0] for name in sorted(unity.behavior_specs)}
             if any(len(s) for s in steps.values()):
                 return {name: s for name, s in steps.items() if len(s)}
-            unity.step()
+            self._exchange()
             self._pristine = False
         raise UnityEnvironmentException(
             f"No agent requested a decision within {MAX_WAIT_STEPS} game steps after a reset."
@@ -363,7 +578,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
     def _start_episode(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         starts = self._await_decisions()
         self._live = {}
-        self._last_obs = {}
+        self._last_reports = {}
         observations: dict[str, Any] = {}
         infos: dict[str, dict[str, Any]] = {}
         for behavior, steps in starts.items():
@@ -379,8 +594,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                     )
                 report = _decision(steps, row, self._action_adapters[behavior])
                 self._live[name] = (behavior, report.agent_id)
-                assert report.obs is not None
-                self._last_obs[name] = report.obs
+                self._last_reports[name] = report
                 observations[name] = self._observation_adapters[behavior].from_unity(steps.obs, row)
                 infos[name] = self._info(name, report)
         self.agents = [a for a in self.possible_agents if a in self._live]
@@ -393,7 +607,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         behaviors = sorted({behavior for behavior, _ in by_id})
         waiting = set(reports)
         for _ in range(MAX_WAIT_STEPS):
-            unity.step()
+            self._exchange()
             for behavior in behaviors:
                 decisions, terminals = unity.get_steps(behavior)
                 self._collect(behavior, decisions, terminals, by_id, reports, waiting)
@@ -453,6 +667,13 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             if len(terminals) != count or len(decisions) != count:
                 return False
         return True
+
+    def _observe(self, name: str, report: _Accumulated) -> Any:
+        """The observation of ``report`` in the agent's space; it becomes its latest report."""
+        assert report.obs is not None
+        self._last_reports[name] = report
+        adapter = self._observation_adapters[self._agent_behaviors[name]]
+        return adapter.from_unity([o[np.newaxis] for o in report.obs], 0)
 
     def _behavior_of(self, agent: str) -> str:
         try:

@@ -12,9 +12,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.exceptions import UnityEnvironmentException, UnityTimeOutException
 
-__all__ = ["RestartLimitError", "RestartPolicy", "RestartTracker"]
+__all__ = ["RestartLimitError", "RestartPolicy", "RestartTracker", "describe_game_failure"]
 
 
 class RestartLimitError(UnityEnvironmentException):
@@ -87,3 +87,17 @@ class RestartTracker:
         """Record a restart; call only after :meth:`refusal` returned None."""
         self.restarts += 1
         self._recent.append(self._clock())
+
+
+def describe_game_failure(error: BaseException, timeout_wait: float) -> str:
+    """What happened to a game whose bridge raised ``error``, for messages and restart reasons.
+
+    Returns:
+        ``"stopped answering (no message within timeout_wait=<s> s)"`` for a
+        :class:`~unity_gym.exceptions.UnityTimeOutException`, else ``"crashed (<first line of
+        the error>)"``.
+    """
+    if isinstance(error, UnityTimeOutException):
+        return f"stopped answering (no message within timeout_wait={timeout_wait:g} s)"
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+    return f"crashed ({first_line})"

@@ -26,7 +26,6 @@ from unity_gym.exceptions import (
     UnityEnvironmentException,
     UnityException,
     UnityMultipleBehaviorsException,
-    UnityTimeOutException,
 )
 from unity_gym.registration import GameSettings
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
@@ -43,7 +42,12 @@ from unity_gym.vector.buffers import (
     BufferLayout,
     StepBuffers,
 )
-from unity_gym.vector.faults import RestartLimitError, RestartPolicy, RestartTracker
+from unity_gym.vector.faults import (
+    RestartLimitError,
+    RestartPolicy,
+    RestartTracker,
+    describe_game_failure,
+)
 from unity_gym.vector.messages import GameDescription, RequestKind, WorkerReply, WorkerRequest
 
 __all__ = ["GameWorker", "WorkerConfig", "select_behavior"]
@@ -489,13 +493,7 @@ class GameWorker:
                 fault = again
 
     def _describe_fault(self, error: BaseException) -> str:
-        if isinstance(error, UnityTimeOutException):
-            return (
-                f"stopped answering (no message within timeout_wait="
-                f"{self.config.settings.timeout_wait:g} s)"
-            )
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        return f"crashed ({first_line})"
+        return describe_game_failure(error, self.config.settings.timeout_wait)
 
     # -- replies ------------------------------------------------------------------------------
 
