@@ -40,6 +40,10 @@ SoccerTwos, whose rewards are group rewards, would teach nothing. Episode return
 :attr:`BehaviorStep.episodes` (``Environment/Cumulative Reward``) are the sums of these rewards,
 so they include group rewards (ML-Agents' own statistic counts the individual reward only).
 
+Goal signals. The entries named for a behavior in the env's ``metadata["goal_signal_keys"]``
+(behavior id -> Dict keys, as ``unity_gym.pettingzoo`` reports them) are marked
+``ObservationEntry.goal`` in its layout, for goal-conditioned networks.
+
 Action masks. ``info["action_mask"]`` in the format of ``action_space(agent).sample(mask=...)``
 (an int8 array, a tuple of them per branch, or ``{"continuous": None, "discrete": ...}``, 1 =
 allowed) becomes the trainers' format: one flat bool row per slot, branches concatenated,
@@ -267,8 +271,11 @@ class ParallelEnvManager(LockstepEnvManager):
             behavior_id: next(a for a in possible if behavior_of_agent[a] == behavior_id)
             for behavior_id in behavior_ids
         }
+        goal_keys = first_env.metadata.get("goal_signal_keys", {})
         observation_layouts = {
-            behavior_id: ObservationLayout.from_space(first_env.observation_space(agent))
+            behavior_id: ObservationLayout.from_space(
+                first_env.observation_space(agent), goal_keys.get(behavior_id, ())
+            )
             for behavior_id, agent in example.items()
         }
         action_layouts = {
@@ -517,6 +524,7 @@ def _observation_signature(layout: ObservationLayout) -> tuple[object, ...]:
                 e.scale,
                 e.categories,
                 e.offsets,
+                e.goal,
             )
             for e in layout.entries
         ),

@@ -22,7 +22,9 @@ from trainers.common.networks import HyperLinear, PolicyNetwork, ValueNetwork, b
 from trainers.common.onnx_export import export_policy
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.env_manager import VectorEnvManager
+from trainers.parallel_env_manager import ParallelEnvManager
 from trainers.settings import NetworkSettings
+from unity_gym.pettingzoo import parallel_env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -100,6 +102,24 @@ def test_gridworld_names_its_goal_signal() -> None:
     try:
         assert env.metadata["goal_signal_keys"] == ("VectorSensor",)
         entries = manager.observation_layout.entries
+        assert [(entry.name, entry.goal) for entry in entries] == [
+            ("CameraSensor", False),
+            ("VectorSensor", True),
+        ]
+    finally:
+        manager.close()
+
+
+def test_pettingzoo_path_marks_the_goal_signal_too() -> None:
+    env = parallel_env(scene="GridWorld", timeout_wait=30)
+    try:
+        assert env.metadata["goal_signal_keys"] == {"GridWorld?team=0": ("VectorSensor",)}
+        manager = ParallelEnvManager([env])
+    except BaseException:
+        env.close()
+        raise
+    try:
+        entries = manager.behaviors["GridWorld"].observation_layout.entries
         assert [(entry.name, entry.goal) for entry in entries] == [
             ("CameraSensor", False),
             ("VectorSensor", True),

@@ -50,6 +50,11 @@ step keeps its own ``terminated``/``truncated`` outcome); ``agents`` becomes emp
 behaviors and specs of the first one (else ``UnityEnvironmentException``), so ``possible_agents``
 and spaces never change. :attr:`UnityParallelEnv.restart_count` counts the restarts.
 
+Goal signals. ``metadata["goal_signal_keys"]`` maps each behavior name to the Dict keys of its
+observation entries made of ``GOAL_SIGNAL`` sensors (what the task is, e.g. GridWorld's goal
+colour; see :attr:`unity_gym.spaces.ObservationAdapter.goal_signal_keys`); trainers may condition
+their networks on them.
+
 Rendering. ``render_mode="rgb_array"`` needs a behavior with a camera (checked at construction);
 ``render()`` returns the first camera image of the first live agent that has one, as uint8
 ``(H, W, 3)``.
@@ -545,6 +550,13 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         }
         self._action_adapters = {
             name: ActionAdapter(spec.action_spec) for name, spec in specs.items()
+        }
+        self.metadata = {
+            **type(self).metadata,
+            "goal_signal_keys": {
+                name: adapter.goal_signal_keys
+                for name, adapter in self._observation_adapters.items()
+            },
         }
         self._cameras = {
             name: index
