@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["eventually", "group_members", "pid_alive"]
+__all__ = ["eventually", "group_members", "pid_alive", "python_path_with"]
+
+
+def python_path_with(folder: Path) -> str:
+    """A ``PYTHONPATH`` value that puts ``folder`` first (so a game process imports its scenes)."""
+    existing = os.environ.get("PYTHONPATH")
+    return str(folder) if not existing else f"{folder}{os.pathsep}{existing}"
 
 
 def pid_alive(pid: int) -> bool:

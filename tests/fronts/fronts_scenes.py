@@ -1,9 +1,9 @@
 """A headless-player scene for the fronts tests: ``Stress`` whose size the game's environment sets.
 
 The player loads it as ``--scene fronts_scenes:ResizableStress`` when this folder is on
-``PYTHONPATH`` (see :func:`scene_path_env`), so it runs as a real game process over gRPC. Its
-vector observation size is ``$FRONTS_STRESS_OBS_SIZE`` (default 8) when the game starts: a
-relaunch with another value stands for a build replaced between two launches.
+``PYTHONPATH`` (``process_utils.python_path_with(SCENE_FOLDER)``), so it runs as a real game
+process over gRPC. Its vector observation size is ``$FRONTS_STRESS_OBS_SIZE`` (default 8) when
+the game starts: a relaunch with another value stands for a build replaced between two launches.
 """
 
 from __future__ import annotations
@@ -16,13 +16,8 @@ from unity_gym.player.scenes.stress import StressScene
 
 RESIZABLE_SCENE = "fronts_scenes:ResizableStress"
 OBS_SIZE_VARIABLE = "FRONTS_STRESS_OBS_SIZE"
-
-
-def scene_path_env() -> str:
-    """A ``PYTHONPATH`` value that lets a game process import this module."""
-    here = str(Path(__file__).resolve().parent)
-    existing = os.environ.get("PYTHONPATH")
-    return here if not existing else f"{here}{os.pathsep}{existing}"
+SCENE_FOLDER = Path(__file__).resolve().parent
+"""The folder to put on a game's ``PYTHONPATH`` so that it finds this module."""
 
 
 class ResizableStress(StressScene):

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fronts_processes import live_child_pids, wait_until_gone
-from fronts_scenes import OBS_SIZE_VARIABLE, RESIZABLE_SCENE, scene_path_env
+from fronts_scenes import OBS_SIZE_VARIABLE, RESIZABLE_SCENE, SCENE_FOLDER
 from pettingzoo.test import (
     api_test,
     max_cycles_test,
@@ -20,6 +20,7 @@ from pettingzoo.test import (
     parallel_seed_test,
     seed_test,
 )
+from process_utils import python_path_with
 
 from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.pettingzoo import (
@@ -390,7 +391,7 @@ def test_restart_limits_reach_both_fronts_and_stay_out_of_the_game_settings() ->
 
 
 def test_a_relaunched_game_with_other_specs_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", scene_path_env())
+    monkeypatch.setenv("PYTHONPATH", python_path_with(SCENE_FOLDER))
     monkeypatch.setenv(OBS_SIZE_VARIABLE, "8")
     before = live_child_pids()
     game = UnityParallelEnv(scene=RESIZABLE_SCENE, num_agents=2)

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 import pytest
-from trainer_scenes import SCENE, scene_path_env
+from process_utils import python_path_with
+from trainer_scenes import SCENE, SCENE_FOLDER
 from trainer_test_support import RunTrain, ppo_behavior
 
 from trainers.common.checkpoints import load_checkpoint
@@ -109,7 +110,7 @@ def test_ppo_on_soccer_twos_with_dict_observations_and_masks(
 @pytest.fixture
 def two_behavior_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A Unity-style build of the two-behavior test scene (``Seeker`` and ``Hider``)."""
-    monkeypatch.setenv("PYTHONPATH", scene_path_env())
+    monkeypatch.setenv("PYTHONPATH", python_path_with(SCENE_FOLDER))
     return build_executable(SCENE, tmp_path / "builds", name="TwoBehaviors").with_suffix("")
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 from pettingzoo import ParallelEnv
-from trainer_scenes import GROUP_REWARD, SCENE, scene_path_env
+from process_utils import python_path_with
+from trainer_scenes import GROUP_REWARD, SCENE, SCENE_FOLDER
 
 from trainers.env_manager import BehaviorStep, PolicyDecision
 from trainers.parallel_env_manager import ParallelEnvManager
@@ -319,7 +320,7 @@ def test_soccer_twos_masks_dict_observations_and_group_rewards() -> None:
 def test_two_behavior_names_get_two_trainers_with_exact_episodes(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", scene_path_env())
+    monkeypatch.setenv("PYTHONPATH", python_path_with(SCENE_FOLDER))
     envs = _games(2, seed=7, scene=SCENE, num_areas=2)
     try:
         with caplog.at_level(logging.WARNING):

@@ -1,8 +1,8 @@
 """A headless-player scene for the trainer tests: two behaviors with different names.
 
 The player loads it as ``--scene trainer_scenes:TwoBehaviorsScene`` when this folder is on
-``PYTHONPATH`` (see :func:`scene_path_env`), so it runs as a real game process over gRPC, like a
-Unity build with two behaviors.
+``PYTHONPATH`` (``process_utils.python_path_with(SCENE_FOLDER)``), so it runs as a real game
+process over gRPC, like a Unity build with two behaviors.
 
 Per training area: one ``Seeker?team=0`` agent (observation ``SeekerSensor`` (3,) = step count,
 slot, 1; two continuous actions) and one ``Hider?team=0`` agent (observation ``HiderSensor`` (2,)
@@ -15,7 +15,6 @@ an area form one multi-agent group that earns a group reward of 0.25 per Academy
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,13 +33,8 @@ from unity_gym.player import (
 
 SCENE = "trainer_scenes:TwoBehaviorsScene"
 GROUP_REWARD = 0.25
-
-
-def scene_path_env() -> str:
-    """A ``PYTHONPATH`` value that lets a game process import this module."""
-    here = str(Path(__file__).resolve().parent)
-    existing = os.environ.get("PYTHONPATH")
-    return here if not existing else f"{here}{os.pathsep}{existing}"
+SCENE_FOLDER = Path(__file__).resolve().parent
+"""The folder to put on a game's ``PYTHONPATH`` so that it finds this module."""
 
 
 class TwoBehaviorsScene(Scene):
