@@ -471,14 +471,11 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         while True:
             reason = describe_game_failure(fault.error, self._settings.timeout_wait)
             first_reason = first_reason or reason
-            refusal = self._tracker.refusal()
-            if refusal is not None:
+            try:
+                self._tracker.admit("The game of this UnityParallelEnv", reason, fault.error)
+            except RestartLimitError:
                 self.close()
-                raise RestartLimitError(
-                    f"The game of this UnityParallelEnv {reason} and is not restarted: "
-                    f"{refusal}.\n{fault.error}"
-                ) from fault.error
-            self._tracker.grant()
+                raise
             logger.warning(
                 "The game %s; restarting it with the same settings (restart %d, seed %d). Its "
                 "live agents report truncated=True and info['restart_reason']. Details: %s",

@@ -88,6 +88,24 @@ class RestartTracker:
         self.restarts += 1
         self._recent.append(self._clock())
 
+    def admit(self, game: str, reason: str, error: BaseException) -> None:
+        """Grant one more restart, or raise if the limits refuse it.
+
+        Args:
+            game: names the game in the message (``"Game process 1"``).
+            reason: what happened to it (:func:`describe_game_failure`).
+            error: the bridge's exception (chained, and its text appended).
+
+        Raises:
+            RestartLimitError: the limits refuse the restart (nothing is recorded).
+        """
+        refusal = self.refusal()
+        if refusal is not None:
+            raise RestartLimitError(
+                f"{game} {reason} and is not restarted: {refusal}.\n{error}"
+            ) from error
+        self.grant()
+
 
 def describe_game_failure(error: BaseException, timeout_wait: float) -> str:
     """What happened to a game whose bridge raised ``error``, for messages and restart reasons.

@@ -456,14 +456,11 @@ class GameWorker:
         assert slots is not None
         while True:
             reason = self._describe_fault(fault.error)
-            refusal = self._tracker.refusal()
-            if refusal is not None:
+            try:
+                self._tracker.admit(f"Game process {self.config.index}", reason, fault.error)
+            except RestartLimitError:
                 self._close_env()
-                raise RestartLimitError(
-                    f"Game process {self.config.index} {reason} and is not restarted: {refusal}."
-                    f"\n{fault.error}"
-                ) from fault.error
-            self._tracker.grant()
+                raise
             self._restart_reason = f"game process {self.config.index} {reason}; restarted"
             self._events.append(
                 (
