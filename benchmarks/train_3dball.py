@@ -21,12 +21,15 @@ them from a callback with the same rule: the mean cumulative reward of the episo
 since the previous summary, every ``summary_freq`` agent steps). The time of a contender is the
 wall time from its launch (imports and game start-up included) to the first summary whose mean
 reward is at least ``--target``; it is then stopped. The script prints each time and the ratios
-``unity-train / mlagents-learn`` (goal <= 0.5) and ``unity-train / SB3`` (goal <= 0.7).
+``unity-train / mlagents-learn`` (goal <= 0.5) and ``unity-train / SB3`` (goal <= 0.7). With
+``--rounds N`` the contenders run N times in turn (one round after another, so background load
+hits all of them alike) and the median of each ratio over the rounds is printed too.
 
 Usage::
 
     python -m benchmarks.train_3dball [--num-envs 4] [--target 90] [--time-limit 900]
-                                      [--seed 1] [--only unity-train --only sb3 ...]
+                                      [--seed 1] [--rounds 1]
+                                      [--only unity-train --only sb3 ...]
 
 Exit status 0 when every contender that ran reached the target, 1 otherwise, 2 when the
 reference peer is unavailable (``mlagents-learn`` is then skipped with the reason).
@@ -39,6 +42,7 @@ import contextlib
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -344,10 +348,16 @@ def _stop_group(proc: subprocess.Popen[str]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _ratio_value(ours: ContenderResult | None, other: ContenderResult | None) -> float | None:
+    """``ours`` time over ``other``'s, or None when either did not reach the target."""
+    if ours is None or other is None or ours.seconds is None or other.seconds is None:
+        return None
+    return ours.seconds / other.seconds
+
+
 def _ratio(ours: ContenderResult, other: ContenderResult | None) -> str:
-    if other is None or other.seconds is None or ours.seconds is None:
-        return "n/a"
-    return f"{ours.seconds / other.seconds:.2f}x"
+    value = _ratio_value(ours, other)
+    return "n/a" if value is None else f"{value:.2f}x"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -359,11 +369,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=900.0, help="seconds per contender")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--rounds", type=int, default=1, help="run the contenders this many times in turn"
+    )
+    parser.add_argument(
         "--only", action="append", choices=CONTENDERS, help="run only these (repeatable)"
     )
     parser.add_argument("--sb3-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--build", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.sb3_worker:
         return _sb3_worker(args.config, args.build, args.num_envs, args.seed)
 
@@ -380,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             skipped["mlagents-learn"] = f"reference peer venv unavailable: {error}"
             chosen.remove("mlagents-learn")
     workdir = Path(tempfile.mkdtemp(prefix="train-3dball-"))
-    results: dict[str, ContenderResult] = {}
+    rounds: list[dict[str, ContenderResult]] = []
     try:
         build = build_executable(BEHAVIOR, workdir / "build").with_suffix("")
         print(
@@ -388,14 +403,44 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"target mean reward {args.target}, load average {os.getloadavg()[0]:.1f}",
             flush=True,
         )
-        for name in chosen:
-            command = _commands(name, python, args.config, build, workdir, args.num_envs, args.seed)
-            env = peer_process_environment() if name == "mlagents-learn" else dict(os.environ)
-            results[name] = run_until_target(name, command, env, args.target, args.time_limit)
+        for number in range(args.rounds):
+            results: dict[str, ContenderResult] = {}
+            round_dir = workdir / f"round-{number}"
+            round_dir.mkdir()
+            for name in chosen:
+                command = _commands(
+                    name, python, args.config, build, round_dir, args.num_envs, args.seed
+                )
+                env = peer_process_environment() if name == "mlagents-learn" else dict(os.environ)
+                results[name] = run_until_target(name, command, env, args.target, args.time_limit)
+            rounds.append(results)
+            _print_round(number, args.rounds, results, skipped, args.target)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    if args.rounds > 1:
+        print(f"\nmedian over {args.rounds} rounds")
+        for other, goal in (("mlagents-learn", 0.5), ("sb3", 0.7)):
+            ratios = [_ratio_value(r.get("unity-train"), r.get(other)) for r in rounds]
+            known = [value for value in ratios if value is not None]
+            shown = f"{statistics.median(known):.2f}x" if known else "n/a"
+            listed = ", ".join("n/a" if v is None else f"{v:.2f}x" for v in ratios)
+            print(f"  unity-train / {other:15s} {shown} (rounds: {listed}; goal <= {goal}x)")
+    if skipped:
+        return 2
+    reached = all(r.seconds is not None for results in rounds for r in results.values())
+    return 0 if reached else 1
 
-    print(f"\nwall time to mean reward >= {args.target} (load average {os.getloadavg()[0]:.1f})")
+
+def _print_round(
+    number: int,
+    total: int,
+    results: dict[str, ContenderResult],
+    skipped: dict[str, str],
+    target: float,
+) -> None:
+    """The times and ratios of one round."""
+    which = f", round {number + 1} of {total}" if total > 1 else ""
+    print(f"\nwall time to mean reward >= {target}{which} (load average {os.getloadavg()[0]:.1f})")
     for name in CONTENDERS:
         if name in skipped:
             print(f"  {name:15s} skipped: {skipped[name]}")
@@ -413,9 +458,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  ratio unity-train / SB3:            {_ratio(ours, results.get('sb3'))} "
             "(goal <= 0.7x)"
         )
-    if skipped:
-        return 2
-    return 0 if all(r.seconds is not None for r in results.values()) else 1
 
 
 if __name__ == "__main__":
