@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
@@ -161,11 +161,15 @@ def _warm_up_optimizers() -> threading.Thread:
     out of ``torch.compile``), which takes one to two seconds; the environment mostly waits for
     its game processes meanwhile. Join the thread before building a trainer.
     """
-    thread = threading.Thread(
-        target=importlib.import_module, args=("torch._dynamo",), name="torch-warm-up", daemon=True
-    )
+    thread = threading.Thread(target=_import_compiler, name="torch-warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def _import_compiler() -> None:
+    """Import ``torch._dynamo``; a build without it simply skips the warm-up."""
+    with suppress(ImportError):
+        importlib.import_module("torch._dynamo")
 
 
 def _make_manager(
