@@ -50,16 +50,21 @@ allowed) becomes the trainers' format: one flat bool row per slot, branches conc
 ``True`` = allowed. As long as no agent has sent a mask the mask is ``None``.
 
 Seeding and stepping. ``reset(seed)`` resets env *i* with ``seed + i`` (``None``: unseeded);
-the automatic resets of finished envs are unseeded. The envs are stepped one after another in
-lock-step (simple and deterministic; the game processes do not overlap their work).
+the automatic resets of finished envs are unseeded. With several envs, each step and each reset
+runs every env in a thread of its own, so the game processes simulate at the same time (an env's
+calls wait for its game, which releases the GIL); results are then taken in env order, so the
+outcome does not depend on which game answers first. The manager still steps all envs together
+(synchronously); a failure in one env is raised after the others finished their call.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from pettingzoo import ParallelEnv
@@ -83,6 +88,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 TrainerNamer = Callable[[list[str]], str]
 """Maps the candidate names of a group of behaviors (the name without team first, then the
@@ -204,6 +211,7 @@ class ParallelEnvManager(LockstepEnvManager):
         if not envs:
             raise ValueError("ParallelEnvManager needs at least one environment.")
         self.envs = list(envs)
+        self._pool: ThreadPoolExecutor | None = None  # created last: nothing to stop on errors
         self._group_reward_seen = False
         behavior_of_agent = self._read_behaviors()
         possible = list(self.envs[0].possible_agents)
@@ -230,6 +238,8 @@ class ParallelEnvManager(LockstepEnvManager):
                 ", ".join(f"{name} ({', '.join(ids)})" for name, ids in shared.items()),
                 "the trainer of the same name" if len(shared) > 1 else repr(next(iter(shared))),
             )
+        if len(self.envs) > 1:
+            self._pool = ThreadPoolExecutor(len(self.envs), thread_name_prefix="pettingzoo-env")
 
     # -- construction -------------------------------------------------------------------------
 
@@ -354,8 +364,12 @@ class ParallelEnvManager(LockstepEnvManager):
             trainee.episode_reward[:] = 0.0
             trainee.episode_length[:] = 0
         with hierarchical_timer("env_reset"):
-            for index, env in enumerate(self.envs):
-                observations, infos = env.reset(seed=None if seed is None else seed + index)
+            indices = list(range(len(self.envs)))
+            starts = self._each(
+                indices,
+                lambda index: self.envs[index].reset(seed=None if seed is None else seed + index),
+            )
+            for index, (observations, infos) in zip(indices, starts, strict=True):
                 self._start_episode(index, observations, infos)
         return {
             name: BehaviorStep.first(trainee.copy_observations(), trainee.copy_mask())
@@ -380,44 +394,51 @@ class ParallelEnvManager(LockstepEnvManager):
         for name, trainee in self._trainees.items():
             outcome[name].valid[:] = trainee.live
         emptied = []
+        env_actions: dict[int, dict[str, Any]] = {}
+        for index, env in enumerate(self.envs):
+            live = list(env.agents)
+            if not live:  # only possible if the env was reset into an empty episode
+                emptied.append(index)
+                continue
+            slots = self._slot_of[index]
+            env_actions[index] = {agent: _row(actions[slots[agent][0]], slots[agent][1])
+                                  for agent in live}  # fmt: skip
         with hierarchical_timer("env_step"):
-            for index, env in enumerate(self.envs):
-                live = list(env.agents)
-                if not live:  # only possible if the env was reset into an empty episode
-                    emptied.append(index)
-                    continue
-                slots = self._slot_of[index]
-                env_actions = {agent: _row(actions[slots[agent][0]], slots[agent][1])
-                               for agent in live}  # fmt: skip
-                observations, rewards, terminations, truncations, infos = env.step(env_actions)
-                for agent in live:
-                    name, slot = slots[agent]
-                    trainee, result = self._trainees[name], outcome[name]
-                    info = infos.get(agent, {})
-                    group_reward = float(info.get("group_reward", 0.0))
-                    if group_reward and not self._group_reward_seen:
-                        self._group_reward_seen = True
-                        logger.info(
-                            "Agents receive group rewards; they are added to each member's own "
-                            "reward (POCA, which learns from them as a group, is not supported)."
-                        )
-                    result.rewards[slot] = float(rewards[agent]) + group_reward
-                    result.terminated[slot] = bool(terminations[agent])
-                    result.truncated[slot] = bool(truncations[agent])
-                    trainee.write_observation(slot, observations[agent])
-                    trainee.write_mask(slot, info)
-                    if result.terminated[slot] or result.truncated[slot]:
-                        trainee.live[slot] = False
-                if not env.agents:
-                    emptied.append(index)
+            stepping = list(env_actions)
+            results = self._each(stepping, lambda index: self.envs[index].step(env_actions[index]))
+        for index, (observations, rewards, terminations, truncations, infos) in zip(
+            stepping, results, strict=True
+        ):
+            slots = self._slot_of[index]
+            for agent in env_actions[index]:
+                name, slot = slots[agent]
+                trainee, result = self._trainees[name], outcome[name]
+                info = infos.get(agent, {})
+                group_reward = float(info.get("group_reward", 0.0))
+                if group_reward and not self._group_reward_seen:
+                    self._group_reward_seen = True
+                    logger.info(
+                        "Agents receive group rewards; they are added to each member's own "
+                        "reward (POCA, which learns from them as a group, is not supported)."
+                    )
+                result.rewards[slot] = float(rewards[agent]) + group_reward
+                result.terminated[slot] = bool(terminations[agent])
+                result.truncated[slot] = bool(truncations[agent])
+                trainee.write_observation(slot, observations[agent])
+                trainee.write_mask(slot, info)
+                if result.terminated[slot] or result.truncated[slot]:
+                    trainee.live[slot] = False
+            if not self.envs[index].agents:
+                emptied.append(index)
         finals = {
             name: (trainee.copy_observations(), trainee.copy_mask())
             for name, trainee in self._trainees.items()
         }
         if emptied:
+            emptied.sort()
             with hierarchical_timer("env_reset"):
-                for index in emptied:
-                    observations, infos = self.envs[index].reset()
+                starts = self._each(emptied, lambda index: self.envs[index].reset())
+                for index, (observations, infos) in zip(emptied, starts, strict=True):
                     self._start_episode(index, observations, infos)
         steps = {}
         for name, trainee in self._trainees.items():
@@ -437,10 +458,26 @@ class ParallelEnvManager(LockstepEnvManager):
         return steps
 
     def close(self) -> None:
-        """Close every env (all of them, even if closing one fails)."""
-        close_all(self.envs)
+        """Close every env (all of them, even if closing one fails), then the env threads."""
+        try:
+            close_all(self.envs)  # first: a call still waiting for its game then fails at once
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _each(self, indices: Sequence[int], call: Callable[[int], _T]) -> list[_T]:
+        """``call(index)`` for each of ``indices``, results in the same order.
+
+        With several envs the calls run in the env threads at the same time. All of them have
+        finished when this returns or raises (the first failure in ``indices`` order).
+        """
+        if self._pool is None or len(indices) < 2:
+            return [call(index) for index in indices]
+        futures: list[Future[_T]] = [self._pool.submit(call, index) for index in indices]
+        wait_all(futures)
+        return [future.result() for future in futures]
 
     def _start_episode(
         self, index: int, observations: Mapping[str, Any], infos: Mapping[str, Any]

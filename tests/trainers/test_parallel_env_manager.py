@@ -8,6 +8,7 @@ with expectations built from those raw PettingZoo results by the test's own book
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from trainer_scenes import GROUP_REWARD, SCENE, SCENE_FOLDER
 
 from trainers.env_manager import BehaviorStep, PolicyDecision
 from trainers.parallel_env_manager import ParallelEnvManager
-from unity_gym.pettingzoo import UnityParallelEnv, parallel_env
+from unity_gym.pettingzoo import RestartLimitError, UnityParallelEnv, parallel_env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -431,3 +432,70 @@ def test_a_crashed_game_truncates_its_slots_and_the_manager_plays_on(
     finally:
         for env in envs:
             env.close()
+
+
+class TimedEnv(RecordingEnv):
+    """A :class:`RecordingEnv` that also notes when each ``step`` call began and ended."""
+
+    def __init__(self, env: ParallelEnv[str, Any, Any]) -> None:
+        super().__init__(env)
+        self.calls: list[tuple[float, float]] = []
+
+    def step(self, actions: dict[str, Any]) -> Any:
+        began = time.monotonic()
+        try:
+            return super().step(actions)
+        finally:
+            self.calls.append((began, time.monotonic()))
+
+
+def _stress_games(options: list[dict[str, Any]], **kwargs: Any) -> list[TimedEnv]:
+    envs: list[TimedEnv] = []
+    try:
+        for index, scene_options in enumerate(options):
+            game = parallel_env(scene="Stress", num_agents=2, seed=7 + index, worker_id=index,
+                                scene_options=scene_options, **kwargs)  # fmt: skip
+            envs.append(TimedEnv(game))
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+    return envs
+
+
+def test_several_games_step_at_the_same_time_and_results_keep_env_order() -> None:
+    # Each Academy step of these games takes 0.2 s; one manager step is one Academy step.
+    envs = _stress_games([{"step_time": 0.2}, {"step_time": 0.2}])
+    try:
+        manager = ParallelEnvManager(envs)
+        book = Bookkeeping(manager, envs)
+        current = manager.reset(7)
+        book.check_reset(7, current)
+        decisions = {"Stress": PolicyDecision(np.full((4, 2), 0.25, np.float32), None)}
+        for _ in range(3):
+            marks = [len(env.log) for env in envs]
+            current = manager.step(decisions)
+            book.check_step(decisions, marks, current)  # rows still in env order
+        for (began_0, ended_0), (began_1, ended_1) in zip(
+            envs[0].calls, envs[1].calls, strict=True
+        ):
+            assert began_1 < ended_0 and began_0 < ended_1  # the two calls overlapped
+        np.testing.assert_array_equal(current["Stress"].observations[0][:, 0], [4, 4, 4, 4])
+    finally:
+        manager.close()
+
+
+def test_a_failing_game_is_raised_after_the_other_games_finished_their_step() -> None:
+    # Game 0 crashes in its 2nd step and may not restart; game 1 is slow but healthy.
+    envs = _stress_games([{"crash_after": 2}, {"step_time": 0.3}], max_lifetime_restarts=0)
+    manager = ParallelEnvManager(envs)
+    try:
+        manager.reset(7)
+        decisions = {"Stress": PolicyDecision(np.zeros((4, 2), np.float32), None)}
+        manager.step(decisions)
+        with pytest.raises(RestartLimitError, match="max_lifetime_restarts=0"):
+            manager.step(decisions)
+        assert len(envs[1].calls) == 2  # its second step completed before the error surfaced
+        assert envs[1].log[-1]["kind"] == "step"
+    finally:
+        manager.close()
