@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -244,12 +245,24 @@ def _drive(
     pytest.fail(f"not reached within {max_steps} steps: {book}")
 
 
-def _games(count: int, seed: int, **options: Any) -> list[RecordingEnv]:
-    envs: list[RecordingEnv] = []
+_Recorder = TypeVar("_Recorder", bound=RecordingEnv)
+
+
+def _games(
+    count: int,
+    seed: int,
+    wrapper: Callable[[ParallelEnv[str, Any, Any]], _Recorder],
+    per_game: Sequence[dict[str, Any]] = (),
+    **options: Any,
+) -> list[_Recorder]:
+    """``count`` games (game *i*: seed + *i*, ``per_game[i]`` keywords), each in ``wrapper``."""
+    envs: list[_Recorder] = []
     try:
         for index in range(count):
-            game = parallel_env(seed=seed + index, worker_id=index, no_graphics=True, **options)
-            envs.append(RecordingEnv(game))
+            extra = per_game[index] if per_game else {}
+            game = parallel_env(seed=seed + index, worker_id=index, no_graphics=True, **options,
+                                **extra)  # fmt: skip
+            envs.append(wrapper(game))
     except BaseException:
         for env in envs:
             env.close()
@@ -266,7 +279,7 @@ def _trainer_logs_reach_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tennis_teams_share_one_trainer_and_finished_slots_wait_for_the_reset(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    envs = _games(2, seed=11, scene="Tennis", num_areas=3)
+    envs = _games(2, 11, RecordingEnv, scene="Tennis", num_areas=3)
     try:
         with caplog.at_level(logging.WARNING):
             manager = ParallelEnvManager(envs)
@@ -296,7 +309,7 @@ def test_tennis_teams_share_one_trainer_and_finished_slots_wait_for_the_reset(
 
 def test_soccer_twos_masks_dict_observations_and_group_rewards() -> None:
     options = {"kickoff": "shot_blue", "max_environment_steps": 60}
-    envs = _games(1, seed=3, scene="SoccerTwos", scene_options=options)
+    envs = _games(1, 3, RecordingEnv, scene="SoccerTwos", scene_options=options)
     try:
         manager = ParallelEnvManager(envs)
         assert manager.behavior_names == ["SoccerTwos"]
@@ -322,7 +335,7 @@ def test_two_behavior_names_get_two_trainers_with_exact_episodes(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("PYTHONPATH", python_path_with(SCENE_FOLDER))
-    envs = _games(2, seed=7, scene=SCENE, num_areas=2)
+    envs = _games(2, 7, RecordingEnv, scene=SCENE, num_areas=2)
     try:
         with caplog.at_level(logging.WARNING):
             manager = ParallelEnvManager(envs, trainer_name=lambda names: f"key:{names[0]}")
@@ -338,7 +351,7 @@ def test_two_behavior_names_get_two_trainers_with_exact_episodes(
         current = manager.reset(7)
         book.check_reset(7, current)
         rng = np.random.default_rng(0)
-        seen = {"key:Hider": [], "key:Seeker": []}
+        seen: dict[str, list[Any]] = {"key:Hider": [], "key:Seeker": []}
         for _ in range(12):
             decisions = _random_decisions(manager, current, rng)
             decisions["key:Seeker"].continuous[:] = 0.5  # type: ignore[index]
@@ -450,17 +463,9 @@ class TimedEnv(RecordingEnv):
 
 
 def _stress_games(options: list[dict[str, Any]], **kwargs: Any) -> list[TimedEnv]:
-    envs: list[TimedEnv] = []
-    try:
-        for index, scene_options in enumerate(options):
-            game = parallel_env(scene="Stress", num_agents=2, seed=7 + index, worker_id=index,
-                                scene_options=scene_options, **kwargs)  # fmt: skip
-            envs.append(TimedEnv(game))
-    except BaseException:
-        for env in envs:
-            env.close()
-        raise
-    return envs
+    """Timed two-agent Stress games, game *i* with scene options ``options[i]``."""
+    per_game = [{"scene_options": scene_options} for scene_options in options]
+    return _games(len(options), 7, TimedEnv, per_game, scene="Stress", num_agents=2, **kwargs)
 
 
 def test_several_games_step_at_the_same_time_and_results_keep_env_order() -> None:
