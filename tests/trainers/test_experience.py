@@ -101,7 +101,7 @@ def _finish(buffer: RolloutBuffer, last_value: float) -> Rollout:
         return observations[0][:, 0]
 
     rollout = buffer.finish(value_of, [np.array([[last_value]])])
-    assert len(calls) == 1 and calls[0].shape == (rollout.rewards.shape[0] + 1, 1)
+    assert [call.shape for call in calls] == [(rollout.rewards.shape[0], 1), (1, 1)]
     return rollout
 
 

@@ -154,8 +154,8 @@ class RolloutBuffer:
         """Assemble the rollout, with the values of every recorded observation.
 
         Args:
-            value_of: the critic, called once with the ``T * n`` recorded observations (step
-                by step, slots in order) followed by the ``n`` ``last_observations``.
+            value_of: the critic, called with the ``T * n`` recorded observations (step by
+                step, slots in order; a view, not a copy), then with ``last_observations``.
             last_observations: the slots' current observations (the successors of the last
                 step), one ``(n, ...)`` array per entry.
 
@@ -170,15 +170,13 @@ class RolloutBuffer:
             for i in range(len(steps["observations"][0]))
         ]
         length, n = len(steps["log_probs"]), self.num_slots
-        flat = [
-            np.concatenate([entry.reshape(length * n, *entry.shape[2:]), np.asarray(last)])
-            for entry, last in zip(observations, last_observations, strict=True)
-        ]
-        all_values = np.asarray(value_of(flat), dtype=np.float32).reshape(length + 1, n)
-        values = all_values[:-1]
+        flat = [entry.reshape(length * n, *entry.shape[2:]) for entry in observations]
+        values = np.asarray(value_of(flat), dtype=np.float32).reshape(length, n)
+        last_values = np.asarray(value_of(list(last_observations)), dtype=np.float32)
         done = np.stack(steps["done"])
         bootstrap = np.stack(steps["bootstrap"])
-        next_values = np.where(done, bootstrap, all_values[1:])
+        following = np.concatenate([values[1:], last_values.reshape(1, n)])
+        next_values = np.where(done, bootstrap, following)
         chain_breaks = done | np.stack(steps["cut"])
         chain_breaks[-1] = True
         rollout = Rollout(
