@@ -325,26 +325,14 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             return self._restarted_step(reports, fault)
         self._cycles += 1
         out_of_cycles = self.max_cycles is not None and self._cycles >= self.max_cycles
-
-        observations: dict[str, Any] = {}
-        rewards: dict[str, float] = {}
-        terminations: dict[str, bool] = {}
-        truncations: dict[str, bool] = {}
-        infos: dict[str, dict[str, Any]] = {}
-        for name, report in reports.items():
-            observations[name] = self._observe(name, report)
-            rewards[name] = report.reward
-            terminations[name] = report.done and not report.interrupted
-            truncations[name] = (report.done and report.interrupted) or (
-                out_of_cycles and not report.done
-            )
-            infos[name] = self._info(name, report)
+        result = self._outcomes(reports, end_all=out_of_cycles)
+        _, _, terminations, truncations, _ = result
         self.agents = [a for a in self.agents if not (terminations[a] or truncations[a])]
         for name in list(self._live):
             if name not in self.agents:
                 del self._live[name]
         self._restart_ready = not self.agents and not out_of_cycles and self._all_restarted(reports)
-        return observations, rewards, terminations, truncations, infos
+        return result
 
     def render(self) -> np.ndarray | None:
         """The first live agent's first camera image as uint8 ``(H, W, 3)`` (module docs)."""
@@ -502,18 +490,27 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                 report = replace(last, reward=0.0, group_reward=0.0, done=False, interrupted=False)
             outcomes[name] = report
         reason = self._recover(fault)
+        result = self._outcomes(outcomes, end_all=True)
+        for info in result[4].values():
+            info["restart_reason"] = reason
+        return result
+
+    def _outcomes(self, reports: dict[str, _Accumulated], *, end_all: bool) -> _Outcomes:
+        """``step``'s result for ``reports``: an ended Unity episode is terminated (or truncated
+        when interrupted); with ``end_all`` every other agent is truncated too."""
         observations: dict[str, Any] = {}
         rewards: dict[str, float] = {}
         terminations: dict[str, bool] = {}
         truncations: dict[str, bool] = {}
         infos: dict[str, dict[str, Any]] = {}
-        for name, report in outcomes.items():
+        for name, report in reports.items():
             observations[name] = self._observe(name, report)
             rewards[name] = report.reward
             terminations[name] = report.done and not report.interrupted
-            truncations[name] = not terminations[name]
+            truncations[name] = (report.done and report.interrupted) or (
+                end_all and not report.done
+            )
             infos[name] = self._info(name, report)
-            infos[name]["restart_reason"] = reason
         return observations, rewards, terminations, truncations, infos
 
     def _restarted_reset(
