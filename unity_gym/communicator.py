@@ -52,8 +52,8 @@ STATUS_CLOSE = 400
 DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Largest game message accepted by default (the official server is stuck at 4 MiB)."""
 
-# A header with status 200 / 400, as serialized by protobuf: field 1, length 3, (status varint).
 _SIGNAL_CHECK_S = 0.2  # longest stretch a wait for the game blocks without running Python
+# A header with status 200 / 400, as serialized by protobuf: field 1, length 3, (status varint).
 _HEADER_OK = bytes.fromhex("0a0308c801")
 _CLOSE_MESSAGE = bytes.fromhex("0a03089003")
 _INPUT_FIELD_TAG = b"\x1a"  # UnityMessageProto.unity_input: field 3, length-delimited

@@ -98,11 +98,6 @@ class ObservationLayout:
         return cls((_entry_for("obs", space),), is_dict=False)
 
     @property
-    def has_goal(self) -> bool:
-        """Whether some entry is a goal signal."""
-        return any(entry.goal for entry in self.entries)
-
-    @property
     def names(self) -> list[str]:
         """Entry names in input order."""
         return [entry.name for entry in self.entries]

@@ -455,7 +455,7 @@ class GameWorker:
         slots = self._slots
         assert slots is not None
         while True:
-            reason = self._describe_fault(fault.error)
+            reason = describe_game_failure(fault.error, self.config.settings.timeout_wait)
             try:
                 self._tracker.admit(f"Game process {self.config.index}", reason, fault.error)
             except RestartLimitError:
@@ -488,9 +488,6 @@ class GameWorker:
                 return
             except _GameFailedError as again:
                 fault = again
-
-    def _describe_fault(self, error: BaseException) -> str:
-        return describe_game_failure(error, self.config.settings.timeout_wait)
 
     # -- replies ------------------------------------------------------------------------------
 
