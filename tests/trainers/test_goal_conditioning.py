@@ -62,6 +62,23 @@ def test_goal_entries_feed_a_hypernetwork_with_hyper_conditioning() -> None:
     assert not torch.allclose(values[0], values[1])  # the goal changes the answer
 
 
+def test_the_hypernetwork_sees_the_normalized_goal_with_normalize() -> None:
+    layout = ObservationLayout.from_space(SPACE, goal_keys=("Goal",))
+    settings = NetworkSettings(hidden_units=16, num_layers=1, normalize=True)
+    normalizer = build_normalizer(layout, True)
+    policy = PolicyNetwork(layout, ActionLayout.from_space(ACTIONS), settings, normalizer,
+                           squash=False)  # fmt: skip
+    goal = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
+    observations = [goal, torch.randn(4, 6)]
+    normalizer.update(observations)  # goal means 0.75 / 0.25: normalizing changes the values
+    features, conditioned_on = policy.encoder(observations)
+    normalized_goal = normalizer(observations)[0]
+    assert not torch.allclose(normalized_goal, goal)
+    assert conditioned_on is not None
+    torch.testing.assert_close(conditioned_on, normalized_goal)
+    torch.testing.assert_close(features[:, :2], normalized_goal)  # also a feature
+
+
 def test_without_conditioning_the_goal_is_one_more_feature() -> None:
     _, policy, _ = _networks("none")
     assert policy.encoder.output_size == 8 and policy.encoder.goal_size == 0

@@ -139,20 +139,19 @@ class ObservationEncoder(nn.Module):
         self.output_size = size
         self.goal_size = sum(layout.entries[i].network_shape[0] for i in self.goal_index)
 
-    def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
-        """Encode a batch: ``(n, output_size)`` (goal signals included)."""
+    def forward(self, observations: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Encode a batch: features ``(n, output_size)`` (goal signals included) and the goal
+        signals ``(n, goal_size)`` the body is conditioned on (``None`` without), both taken
+        after normalization, as in ML-Agents."""
         normalized = self.normalizer(observations)
         parts = [normalized[i] for i in self.vector_index]
         for index, encoder in zip(self.visual_index, self.visual_encoders, strict=True):
             parts.append(encoder(normalized[index]))
-        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
-
-    def goal(self, observations: list[torch.Tensor]) -> torch.Tensor | None:
-        """The goal signals ``(n, goal_size)`` the body is conditioned on (``None``: none)."""
+        features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
         if not self.goal_index:
-            return None
-        parts = [observations[i] for i in self.goal_index]
-        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+            return features, None
+        goals = [normalized[i] for i in self.goal_index]
+        return features, goals[0] if len(goals) == 1 else torch.cat(goals, dim=1)
 
 
 def _layer_norm(x: torch.Tensor) -> torch.Tensor:
@@ -254,7 +253,7 @@ class PolicyNetwork(nn.Module):
         self, observations: list[torch.Tensor], mask: torch.Tensor | None = None
     ) -> ActionDistribution:
         """The action distribution for a batch (``mask``: float, 1 = allowed; ``None`` = all)."""
-        hidden = self.body(self.encoder(observations), self.encoder.goal(observations))
+        hidden = self.body(*self.encoder(observations))
         mean = log_std = None
         if self.mean_head is not None:
             mean = self.mean_head(hidden)
@@ -287,8 +286,7 @@ class ValueNetwork(nn.Module):
 
     def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
         """Values ``(n,)``."""
-        hidden = self.body(self.encoder(observations), self.encoder.goal(observations))
-        return self.head(hidden).squeeze(-1)
+        return self.head(self.body(*self.encoder(observations))).squeeze(-1)
 
 
 class QNetwork(nn.Module):
@@ -317,8 +315,7 @@ class QNetwork(nn.Module):
         self, observations: list[torch.Tensor], actions: torch.Tensor | None = None
     ) -> torch.Tensor:
         """``Q(s, a)`` ``(n,)`` for continuous actions, else all choices ``(n, sum(branches))``."""
-        features = self.encoder(observations)
-        goal = self.encoder.goal(observations)
+        features, goal = self.encoder(observations)
         if self.continuous:
             assert actions is not None
             features = torch.cat([features, actions], dim=1)
