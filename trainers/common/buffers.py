@@ -102,6 +102,15 @@ class RolloutBuffer:
         """Env steps recorded so far."""
         return len(self._steps["rewards"])
 
+    def valid_observations(self, entry: int) -> np.ndarray:
+        """Observation entry ``entry`` of every valid recorded step, ``(valid steps, ...)``."""
+        steps = self._steps
+        recorded = len(steps["valid"])  # the last decision may await its outcome
+        if recorded == 0:
+            return np.zeros((0, *steps["observations"][0][entry].shape[1:]), dtype=np.float32)
+        stacked = np.stack([obs[entry] for obs in steps["observations"][:recorded]])
+        return stacked[np.stack(steps["valid"])]
+
     @property
     def awaiting_outcome(self) -> bool:
         """Whether the last decision has no outcome yet."""

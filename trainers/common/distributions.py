@@ -79,24 +79,28 @@ class ActionDistribution:
 
     # -- likelihoods (PPO) -----------------------------------------------------------------
 
-    def log_prob(
+    def log_probs(
         self, continuous: torch.Tensor | None, discrete: torch.Tensor | None
     ) -> torch.Tensor:
-        """Joint log-likelihood ``(n,)`` of pre-squash continuous actions and discrete indices."""
-        total: torch.Tensor | None = None
+        """Log-likelihoods ``(n, continuous_size + branches)`` of pre-squash continuous actions
+        (one column per dimension) and discrete indices (one column per branch).
+
+        PPO takes its probability ratios per column, as ML-Agents does, rather than of the
+        joint likelihood (the columns' sum).
+        """
+        columns: list[torch.Tensor] = []
         if self.mean is not None:
             assert continuous is not None and self.log_std is not None
             log_std = self.log_std.expand_as(self.mean)
             z = (continuous - self.mean) / torch.exp(log_std)
-            total = (-0.5 * z.square() - log_std - _LOG_SQRT_2PI).sum(dim=-1)
+            columns.append(-0.5 * z.square() - log_std - _LOG_SQRT_2PI)
         if self.branch_logits:
             assert discrete is not None
             for index, logits in enumerate(self.branch_logits):
                 log_probs = functional.log_softmax(logits, dim=-1)
-                chosen = log_probs.gather(1, discrete[:, index : index + 1].long()).squeeze(1)
-                total = chosen if total is None else total + chosen
-        assert total is not None
-        return total
+                columns.append(log_probs.gather(1, discrete[:, index : index + 1].long()))
+        assert columns, "a distribution without actions has no likelihood"
+        return columns[0] if len(columns) == 1 else torch.cat(columns, dim=1)
 
     def entropy(self) -> torch.Tensor:
         """Joint entropy ``(n,)`` (Gaussian part before squashing)."""

@@ -7,6 +7,8 @@ trainer (policy, critics), so a single update keeps them consistent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -84,8 +86,11 @@ class ObservationNormalizer(nn.Module):
         return out
 
     @torch.no_grad()
-    def update(self, observations: list[torch.Tensor]) -> None:
-        """Merge a batch of network-format observations into the statistics."""
+    def update(self, observations: Sequence[torch.Tensor | None]) -> None:
+        """Merge a batch of network-format observations into the statistics (entries that are
+        not normalized are ignored and may be ``None``)."""
         for index, module in zip(self.entry_index, self.normalizers, strict=True):
             assert isinstance(module, RunningNormalizer)
-            module.update(observations[index])
+            entry = observations[index]
+            assert entry is not None, f"observation entry {index} is normalized"
+            module.update(entry)

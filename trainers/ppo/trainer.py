@@ -9,11 +9,14 @@ One update, in order:
    steps and at the end of the rollout, bootstrapping from the value of the next observation
    unless the episode terminated (a truncated episode bootstraps from its final observation);
 2. advantages are normalized over the rollout;
-3. ``num_epoch`` passes over shuffled minibatches of ``batch_size``: clipped surrogate loss,
-   value loss with the value change clipped to ``epsilon``, entropy bonus ``beta``; one Adam
-   optimizer for policy and critic, gradients not clipped (as in ML-Agents);
-4. the observation normalizer absorbs the rollout's observations (after the update, so the
-   stored log-probabilities and values match the network that produced them).
+3. ``num_epoch`` passes over shuffled minibatches of ``batch_size``: clipped surrogate loss
+   with one probability ratio per action dimension and per discrete branch, value loss with
+   the value change clipped to ``epsilon``, entropy bonus ``beta``; one Adam optimizer for
+   policy and critic, gradients not clipped (all as in ML-Agents).
+
+Before step 1 the observation normalizer absorbs the rollout's observations, so values and
+updates see the statistics of the data they are computed on (as in ML-Agents, where each
+trajectory updates the normalizer before its values are estimated).
 
 Learning rate, ``epsilon`` and ``beta`` follow their schedules over ``max_steps``.
 """
@@ -104,7 +107,7 @@ class PPOTrainer(Trainer):
             mask = self.mask_tensor(joined.action_mask)
             dist = self.policy(observations, mask)
             raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
-            log_probs = dist.log_prob(raw, discrete) if recording else None
+            log_probs = dist.log_probs(raw, discrete) if recording else None
             env_continuous = dist.env_continuous(raw) if raw is not None else None
         raw_np = raw.cpu().numpy() if raw is not None else None
         discrete_np = discrete.cpu().numpy() if discrete is not None else None
@@ -160,6 +163,7 @@ class PPOTrainer(Trainer):
         return valid >= self.hyper.buffer_size
 
     def _take_update_job(self) -> Callable[[], None]:
+        self._absorb_observations()
         rollouts = [
             buffer.finish(self._values, self._last_observations[group])
             for group, buffer in self.buffers.items()
@@ -167,6 +171,27 @@ class PPOTrainer(Trainer):
         ]
         step = self.step
         return lambda: self._update(rollouts, step)
+
+    def _absorb_observations(self) -> None:
+        """Merge the rollout's valid observations into the normalizer before its values are
+        estimated and the networks trained on it (ML-Agents does this per trajectory, as
+        trajectories arrive)."""
+        normalizer = self.normalizer
+        if not normalizer.normalizers:
+            return
+        buffers = [buffer for buffer in self.buffers.values() if buffer.num_steps]
+        observations: list[torch.Tensor | None] = [None] * len(
+            self.context.observation_layout.entries
+        )
+        for index in normalizer.entry_index:
+            joined = np.concatenate([buffer.valid_observations(index) for buffer in buffers])
+            observations[index] = (
+                torch.as_tensor(joined, device=self.device)
+                .reshape(len(joined), -1)
+                .to(torch.float32)
+            )
+        with self.model_lock:
+            normalizer.update(observations)
 
     def _values(self, observations: list[np.ndarray]) -> np.ndarray:
         """The critic's values of a batch of raw observations, evaluated in chunks."""
@@ -198,9 +223,6 @@ class PPOTrainer(Trainer):
                 rows = order[b * batch_size : (b + 1) * batch_size]
                 totals += self._minibatch_step(data.minibatch(rows), epsilon, beta)
         means = (totals / (hyper.num_epoch * num_batches)).tolist()
-        if self.normalizer.normalizers:
-            with self.model_lock:
-                self.normalizer.update(self.tensors(data.minibatch(data.valid_rows).observations))
         self.update_count += 1
         self.context.stats.add_many(
             {
@@ -219,9 +241,11 @@ class PPOTrainer(Trainer):
         advantages = batch.advantages
         with self.model_lock:
             dist = self.policy(observations, batch.masks)
-            log_probs = dist.log_prob(batch.continuous, batch.discrete)
+            log_probs = dist.log_probs(batch.continuous, batch.discrete)
             entropy = dist.entropy().mean()
+            # one ratio per action dimension and per branch, as in ML-Agents
             ratio = torch.exp(log_probs - batch.log_probs)
+            advantages = advantages.unsqueeze(1)
             surrogate = torch.min(
                 ratio * advantages, torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
             )
