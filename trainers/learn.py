@@ -36,6 +36,7 @@ from trainers.common.checkpoints import (
 from trainers.common.progress import ProgressBar
 from trainers.common.stats import StatsReporter
 from trainers.common.trainer import Trainer, TrainerContext
+from trainers.common.update_threads import update_thread_limit
 from trainers.env_manager import BehaviorSlots, EnvManager, VectorEnvManager
 from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
 from trainers.parallel_env_manager import ParallelEnvManager
@@ -246,6 +247,7 @@ def _build_trainer(
         artifact_dir=directory,
         stats=stats,
         checkpoints=checkpoints,
+        update_threads=update_thread_limit(device),
     )
     return TRAINER_TYPES[settings.trainer_type](context)
 
@@ -311,7 +313,8 @@ def _configure_threads(device: torch.device) -> None:
 
     The networks are small and the environment competes for the same cores: with more threads,
     torch's thread pool spins against the environment and every update gets slower (10-20x was
-    measured with 2 threads on a busy 2-core machine).
+    measured with 2 threads on a busy 2-core machine). Updates taken while the environment is
+    idle may use more (:mod:`trainers.common.update_threads`).
     """
     if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(1)

@@ -9,9 +9,10 @@ each group gets its actions at once while the other groups keep playing.
 
 An update that closes an on-policy rollout (PPO) first waits for every group in flight and
 records its step, so the rollout ends with every group settled and, with ``threaded: false``,
-every step after the update is taken by the updated policy. The loop ends when every trainer
-has reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and ONNX models
-are then written.
+every step after the update is taken by the updated policy. An update taken while no game is
+stepping may use more torch threads (:mod:`trainers.common.update_threads`). The loop ends when
+every trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and
+ONNX models are then written.
 """
 
 from __future__ import annotations
@@ -101,12 +102,18 @@ class TrainerController:
                             received += self._record([manager.receive()])
                 for trainer in trainers.values():
                     if not trainer.is_done:
-                        trainer.advance()
+                        trainer.advance(environment_idle=self._environment_idle())
                     trainer.maybe_write_summary()
                     trainer.maybe_checkpoint()
                 self._decide_and_send(received)
             if progress is not None:
                 progress.update(min(t.step for t in trainers.values()))
+
+    def _environment_idle(self) -> bool:
+        """No game is stepping and no trainer thread is updating (an update has the CPU)."""
+        return not self.env_manager.in_flight and not any(
+            trainer.update_running for trainer in self.trainers.values()
+        )
 
     def _record(self, groups: list[dict[str, BehaviorStep]]) -> list[dict[str, BehaviorStep]]:
         """Every trainer records its slots' outcomes in ``groups`` (returned as given).

@@ -15,6 +15,7 @@ class owns what they share:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
@@ -34,6 +35,7 @@ from trainers.common.networks import PolicyNetwork
 from trainers.common.onnx_export import export_policy
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import StatsReporter
+from trainers.common.update_threads import UpdateThreadGovernor
 from trainers.env_manager import BehaviorStep, PolicyDecision
 from trainers.settings import ConfigError, TrainerSettings
 from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
@@ -56,6 +58,9 @@ class TrainerContext:
     Attributes:
         artifact_dir: ``<run>/<behavior>``: event files and checkpoints.
         checkpoints: ``None`` in inference mode (nothing is saved).
+        update_threads: the most torch threads an update taken while the environment is idle
+            may use (see :mod:`trainers.common.update_threads`); 1 keeps every update on the
+            current thread count.
     """
 
     behavior_name: str
@@ -68,6 +73,7 @@ class TrainerContext:
     artifact_dir: Path
     stats: StatsReporter
     checkpoints: CheckpointManager | None
+    update_threads: int = 1
 
 
 class Trainer(ABC):
@@ -101,6 +107,11 @@ class Trainer(ABC):
         self._thread_trees_lock = threading.Lock()
         self._next_summary = self.settings.summary_freq
         self._next_checkpoint = self.settings.checkpoint_interval
+        self._thread_governor: UpdateThreadGovernor | None = None
+        if context.update_threads > 1 and self._executor is None:
+            base = torch.get_num_threads()
+            if context.update_threads > base:
+                self._thread_governor = UpdateThreadGovernor(context.update_threads, base)
 
     # -- algorithm interface ---------------------------------------------------------------
 
@@ -123,6 +134,11 @@ class Trainer(ABC):
     @abstractmethod
     def _take_update_job(self) -> Callable[[], None]:
         """Detach the experience needed by the next update and return the update to run."""
+
+    @abstractmethod
+    def _update_size(self) -> int:
+        """The size of the update :meth:`_take_update_job` would take now, in the trainer's
+        unit of work (its duration per unit is compared across updates)."""
 
     @abstractmethod
     def modules(self) -> dict[str, nn.Module]:
@@ -165,8 +181,19 @@ class Trainer(ABC):
         """Whether :meth:`advance` would start an update now (enough new experience)."""
         return self.training and not self.is_done and self._update_ready()
 
-    def advance(self) -> None:
-        """Run (or hand to the trainer thread) an update if enough experience is there."""
+    @property
+    def update_running(self) -> bool:
+        """Whether an update is running in the trainer thread (``threaded: true``)."""
+        return self._pending is not None and not self._pending.done()
+
+    def advance(self, environment_idle: bool = False) -> None:
+        """Run (or hand to the trainer thread) an update if enough experience is there.
+
+        Args:
+            environment_idle: nothing else computes while the update runs (no game is
+                stepping, no other trainer thread is updating): an inline update may then use
+                more torch threads (:class:`UpdateThreadGovernor`).
+        """
         self._collect_finished_update()
         if not self.training or not self._update_ready():
             return
@@ -176,12 +203,18 @@ class Trainer(ABC):
             with hierarchical_timer("wait_for_update"):
                 self._pending.result()
             self._pending = None
-        job = self._take_update_job()
         logger.debug("%s: %s update at step %d", self.behavior_name, self.trainer_type, self.step)
         if self._executor is None:
-            with hierarchical_timer(f"{self.trainer_type}_update"):
-                job()
+            governor = self._thread_governor if environment_idle else None
+            threads = (
+                contextlib.nullcontext()
+                if governor is None
+                else governor.update(self._update_size())
+            )
+            with hierarchical_timer(f"{self.trainer_type}_update"), threads:
+                self._take_update_job()()
         else:
+            job = self._take_update_job()
             self._pending = self._executor.submit(self._threaded_job, job)
 
     def wait_for_updates(self) -> None:

@@ -159,8 +159,11 @@ class PPOTrainer(Trainer):
     # -- learning --------------------------------------------------------------------------
 
     def _update_ready(self) -> bool:
-        valid = sum(buffer.num_valid for buffer in self.buffers.values())
-        return valid >= self.hyper.buffer_size
+        return self._update_size() >= self.hyper.buffer_size
+
+    def _update_size(self) -> int:
+        """Agent steps in the rollout."""
+        return sum(buffer.num_valid for buffer in self.buffers.values())
 
     def _take_update_job(self) -> Callable[[], None]:
         self._absorb_observations()

@@ -231,6 +231,10 @@ class SACTrainer(Trainer):
     def _update_ready(self) -> bool:
         return self._due_updates() > 0
 
+    def _update_size(self) -> int:
+        """Gradient steps due."""
+        return self._due_updates()
+
     def _take_update_job(self) -> Callable[[], None]:
         count = self._due_updates()
         step = self.step
