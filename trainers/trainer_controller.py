@@ -102,7 +102,7 @@ class TrainerController:
                             received += self._record([manager.receive()])
                 for trainer in trainers.values():
                     if not trainer.is_done:
-                        trainer.advance(environment_idle=self._environment_idle())
+                        trainer.advance(environment_idle=self._environment_idle)
                     trainer.maybe_write_summary()
                     trainer.maybe_checkpoint()
                 self._decide_and_send(received)

@@ -186,13 +186,13 @@ class Trainer(ABC):
         """Whether an update is running in the trainer thread (``threaded: true``)."""
         return self._pending is not None and not self._pending.done()
 
-    def advance(self, environment_idle: bool = False) -> None:
+    def advance(self, environment_idle: Callable[[], bool] | None = None) -> None:
         """Run (or hand to the trainer thread) an update if enough experience is there.
 
         Args:
-            environment_idle: nothing else computes while the update runs (no game is
-                stepping, no other trainer thread is updating): an inline update may then use
-                more torch threads (:class:`UpdateThreadGovernor`).
+            environment_idle: asked just before an inline update runs: whether nothing else
+                computes meanwhile (no game is stepping, no other trainer thread is updating),
+                so that the update may use more torch threads (:class:`UpdateThreadGovernor`).
         """
         self._collect_finished_update()
         if not self.training or not self._update_ready():
@@ -205,7 +205,9 @@ class Trainer(ABC):
             self._pending = None
         logger.debug("%s: %s update at step %d", self.behavior_name, self.trainer_type, self.step)
         if self._executor is None:
-            governor = self._thread_governor if environment_idle else None
+            governor = self._thread_governor
+            if governor is not None and (environment_idle is None or not environment_idle()):
+                governor = None
             threads = (
                 contextlib.nullcontext()
                 if governor is None
