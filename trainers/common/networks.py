@@ -18,13 +18,16 @@ goal in 2 of 6 seeds; with this one it found the large goal in every seed tried.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 from torch.nn import functional
 
 from trainers.common.distributions import ActionDistribution, mask_logits
+from trainers.common.flat_adam import FlatAdam
 from trainers.common.normalizer import ObservationNormalizer
+from trainers.common.parameter_buffer import ParameterBuffer
 from trainers.common.spaces import ActionLayout, ObservationEntry, ObservationLayout
 from trainers.settings import ConfigError, NetworkSettings
 
@@ -34,7 +37,9 @@ __all__ = [
     "ObservationEncoder",
     "PolicyNetwork",
     "QNetwork",
+    "StackedBodies",
     "ValueNetwork",
+    "body_stacks",
     "build_normalizer",
     "make_adam",
     "polyak_update",
@@ -218,6 +223,48 @@ class Body(nn.Module):
         return hidden
 
 
+def body_stacks(bodies: Sequence[Body]) -> list[tuple[nn.Parameter, ...]]:
+    """The parameter groups :class:`StackedBodies` runs on: for each layer, the weights of all
+    ``bodies``, then their biases (pass them as ``stacks`` of a :class:`ParameterBuffer`).
+
+    Raises:
+        ValueError: no layers, a goal-conditioned body, or layers of different shapes.
+    """
+    if any(body.conditional is not None for body in bodies):
+        raise ValueError("goal-conditioned bodies cannot be stacked")
+    layers = [[m for m in body.plain if isinstance(m, nn.Linear)] for body in bodies]
+    if not layers or not layers[0]:
+        raise ValueError("there are no layers to stack")
+    if len({tuple(layer.weight.shape for layer in linears) for linears in layers}) != 1:
+        raise ValueError("stacked bodies need layers of the same shapes")
+    stacks: list[tuple[nn.Parameter, ...]] = []
+    for same_layer in zip(*layers, strict=True):
+        stacks.append(tuple(layer.weight for layer in same_layer))
+        stacks.append(tuple(layer.bias for layer in same_layer))
+    return stacks
+
+
+class StackedBodies:
+    """Several plain :class:`Body` modules of one shape evaluated on the same features together:
+    one batched matrix product per layer instead of one product per body and layer.
+
+    Args:
+        parameters: the :meth:`ParameterBuffer.stacked` leaves of :func:`body_stacks`' groups,
+            in that order (per layer: weights ``(k, out, in)``, biases ``(k, out)``).
+    """
+
+    def __init__(self, parameters: Sequence[torch.Tensor]) -> None:
+        self.weights = list(parameters[0::2])
+        self.biases = [bias.unsqueeze(1) for bias in parameters[1::2]]
+
+    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+        """``(k, n, hidden_units)``: the output of every body for ``features`` ``(n, in)``."""
+        hidden = features.expand(len(self.weights[0]), -1, -1)
+        for weight, bias in zip(self.weights, self.biases, strict=True):
+            hidden = functional.silu(torch.baddbmm(bias, hidden, weight.transpose(1, 2)))
+        return hidden
+
+
 class PolicyNetwork(nn.Module):
     """The actor: observations (and a discrete action mask) to an :class:`ActionDistribution`.
 
@@ -253,7 +300,12 @@ class PolicyNetwork(nn.Module):
         self, observations: list[torch.Tensor], mask: torch.Tensor | None = None
     ) -> ActionDistribution:
         """The action distribution for a batch (``mask``: float, 1 = allowed; ``None`` = all)."""
-        hidden = self.body(*self.encoder(observations))
+        return self.distribution(self.body(*self.encoder(observations)), mask)
+
+    def distribution(
+        self, hidden: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> ActionDistribution:
+        """The action distribution given the body's output ``hidden`` ``(n, hidden_units)``."""
         mean = log_std = None
         if self.mean_head is not None:
             mean = self.mean_head(hidden)
@@ -286,7 +338,11 @@ class ValueNetwork(nn.Module):
 
     def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
         """Values ``(n,)``."""
-        return self.head(self.body(*self.encoder(observations))).squeeze(-1)
+        return self.value(self.body(*self.encoder(observations)))
+
+    def value(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Values ``(n,)`` given the body's output ``hidden`` ``(n, hidden_units)``."""
+        return self.head(hidden).squeeze(-1)
 
 
 class QNetwork(nn.Module):
@@ -324,11 +380,16 @@ class QNetwork(nn.Module):
 
 
 def make_adam(
-    parameters: list[nn.Parameter], learning_rate: float, device: torch.device, eps: float = 1e-8
-) -> torch.optim.Adam:
-    """Adam with the fastest implementation available on ``device`` (fused on CPU and CUDA)."""
-    fused = device.type in ("cpu", "cuda")
-    return torch.optim.Adam(parameters, lr=learning_rate, eps=eps, fused=fused)
+    parameters: Sequence[torch.Tensor],
+    learning_rate: float,
+    eps: float = 1e-8,
+    stacks: Sequence[Sequence[torch.Tensor]] = (),
+) -> FlatAdam:
+    """Adam over ``parameters`` moved into one :class:`ParameterBuffer` (see :class:`FlatAdam`).
+
+    Build it after the networks are on their device; ``stacks`` are passed to the buffer.
+    """
+    return FlatAdam(ParameterBuffer(parameters, stacks), learning_rate, eps=eps)
 
 
 @torch.no_grad()

@@ -31,7 +31,15 @@ import torch
 from torch import nn
 
 from trainers.common.buffers import Rollout, RolloutBuffer, compute_gae
-from trainers.common.networks import PolicyNetwork, ValueNetwork, build_normalizer, make_adam
+from trainers.common.distributions import ActionDistribution
+from trainers.common.networks import (
+    PolicyNetwork,
+    StackedBodies,
+    ValueNetwork,
+    body_stacks,
+    build_normalizer,
+    make_adam,
+)
 from trainers.common.schedules import Schedule
 from trainers.common.trainer import Trainer, TrainerContext
 from trainers.env_manager import BehaviorStep, PolicyDecision
@@ -68,7 +76,15 @@ class PPOTrainer(Trainer):
         ).to(self.device)
         self.critic = ValueNetwork(layout, net, self.normalizer).to(self.device)
         self.parameters = [*self.policy.parameters(), *self.critic.parameters()]
-        self.optimizer = make_adam(self.parameters, hyper.learning_rate, self.device)
+        stacks = self._body_stacks()
+        self.optimizer = make_adam(self.parameters, hyper.learning_rate, stacks=stacks)
+        #: Both bodies in one pass during updates, when they take the same parameter-free
+        #: features (vector observations only, no goal conditioning).
+        self.stacked_bodies = (
+            StackedBodies([self.optimizer.buffer.stacked(i) for i in range(len(stacks))])
+            if stacks
+            else None
+        )
         max_steps = self.settings.max_steps
         assert hyper.beta_schedule is not None and hyper.epsilon_schedule is not None
         self.learning_rate = Schedule(
@@ -84,6 +100,15 @@ class PPOTrainer(Trainer):
         # One rollout buffer per slot group (see BehaviorStep.group): groups step independently.
         self.buffers: dict[int, RolloutBuffer] = {}
         self._last_observations: dict[int, list[np.ndarray]] = {}
+
+    def _body_stacks(self) -> list[tuple[nn.Parameter, ...]]:
+        """The parameter groups of the stacked update pass; none when it does not apply."""
+        if self.policy.encoder.visual_index:  # image encoders have parameters of their own
+            return []
+        try:
+            return body_stacks([self.policy.body, self.critic.body])
+        except ValueError:
+            return []
 
     def modules(self) -> dict[str, nn.Module]:
         return {"policy": self.policy, "critic": self.critic}
@@ -211,6 +236,10 @@ class PPOTrainer(Trainer):
         with hierarchical_timer("compute_advantages"):
             estimates = [compute_gae(rollout, self.gamma, hyper.lambd) for rollout in rollouts]
         data = _UpdateData(rollouts, estimates, self.device)
+        if self.stacked_bodies is not None:
+            # The normalizer is fixed during the update: encode every row once.
+            with self.model_lock, torch.no_grad():
+                data.features = self.policy.encoder(self.tensors(data.observations))[0]
         learning_rate = self.learning_rate.value(step)
         epsilon = self.epsilon.value(step)
         beta = self.beta.value(step)
@@ -239,11 +268,20 @@ class PPOTrainer(Trainer):
             }
         )
 
-    def _minibatch_step(self, batch: _Minibatch, epsilon: float, beta: float) -> torch.Tensor:
+    def _evaluate(self, batch: _Minibatch) -> tuple[ActionDistribution, torch.Tensor]:
+        """The policy's distribution and the critic's values on ``batch``, with gradients (one
+        stacked pass over both bodies when the batch carries encoded features)."""
+        if batch.features is not None:
+            assert self.stacked_bodies is not None
+            hidden = self.stacked_bodies(batch.features)
+            return self.policy.distribution(hidden[0], batch.masks), self.critic.value(hidden[1])
         observations = self.tensors(batch.observations)
+        return self.policy(observations, batch.masks), self.critic(observations)
+
+    def _minibatch_step(self, batch: _Minibatch, epsilon: float, beta: float) -> torch.Tensor:
         advantages = batch.advantages
         with self.model_lock:
-            dist = self.policy(observations, batch.masks)
+            dist, values = self._evaluate(batch)
             log_probs = dist.log_probs(batch.continuous, batch.discrete)
             entropy = dist.entropy().mean()
             # one ratio per action dimension and per branch, as in ML-Agents
@@ -253,7 +291,6 @@ class PPOTrainer(Trainer):
                 ratio * advantages, torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
             )
             policy_loss = -surrogate.mean()
-            values = self.critic(observations)
             old_values = batch.values
             clipped = old_values + torch.clamp(values - old_values, -epsilon, epsilon)
             returns = batch.returns
@@ -267,9 +304,11 @@ class PPOTrainer(Trainer):
 
 @dataclass
 class _Minibatch:
-    """Tensors of one minibatch; observations still in the environment's raw format."""
+    """Tensors of one minibatch: observations in the environment's raw format, or their
+    encoded ``features`` (then ``observations`` is empty)."""
 
     observations: list[torch.Tensor]
+    features: torch.Tensor | None
     continuous: torch.Tensor | None
     discrete: torch.Tensor | None
     masks: torch.Tensor | None
@@ -282,8 +321,11 @@ class _Minibatch:
 class _UpdateData:
     """Rollouts as flat ``(sum of time * slots, ...)`` tensors on the device, advantages normalized.
 
-    Converted once per update; minibatches are then cheap index operations.
+    Converted once per update; minibatches are then cheap index operations. ``features``, when
+    set, are the encoded observations, which minibatches then carry instead.
     """
+
+    features: torch.Tensor | None = None
 
     def __init__(
         self,
@@ -333,8 +375,10 @@ class _UpdateData:
         def pick(tensor: torch.Tensor | None) -> torch.Tensor | None:
             return None if tensor is None else tensor[rows]
 
+        features = None if self.features is None else self.features[rows]
         return _Minibatch(
-            observations=[entry[rows] for entry in self.observations],
+            observations=[entry[rows] for entry in self.observations] if features is None else [],
+            features=features,
             continuous=pick(self.continuous),
             discrete=pick(self.discrete),
             masks=pick(self.masks),

@@ -112,10 +112,10 @@ class SACTrainer(Trainer):
         self.target_entropy = torch.tensor(entropy_targets, dtype=torch.float32, device=device)
         self.branch_sizes = branches
         lr = hyper.learning_rate
-        self.policy_optimizer = make_adam(list(self.policy.parameters()), lr, device)
+        self.policy_optimizer = make_adam(list(self.policy.parameters()), lr)
         self.q_parameters = [*self.q1.parameters(), *self.q2.parameters()]
-        self.q_optimizer = make_adam(self.q_parameters, lr, device)
-        self.alpha_optimizer = make_adam([self.log_alpha], lr, device)
+        self.q_optimizer = make_adam(self.q_parameters, lr)
+        self.alpha_optimizer = make_adam([self.log_alpha], lr)
         self.learning_rate = Schedule(
             hyper.learning_rate_schedule, lr, MIN_LEARNING_RATE, self.settings.max_steps
         )
