@@ -6,7 +6,6 @@ directly with a :class:`~trainers.settings.RunOptions`.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import platform
@@ -16,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
@@ -110,11 +109,7 @@ def _set_up(
     if options.checkpoint_settings.resume:
         status.load()
     status.save()
-    warm_up = _warm_up_optimizers()
-    try:
-        training_env = make_training_env(options, seed, run.run_logs)
-    finally:
-        warm_up.join()
+    training_env = make_training_env(options, seed, run.run_logs)
     try:
         manager = _make_manager(options, training_env)
     except BaseException:
@@ -153,24 +148,6 @@ def _set_up(
         seed,
         ProgressBar(max_steps, progress_stream),
     )
-
-
-def _warm_up_optimizers() -> threading.Thread:
-    """Import torch's compiler package in a thread while the environment starts.
-
-    Creating the first optimizer imports it (``Optimizer.add_param_group`` is wrapped to stay
-    out of ``torch.compile``), which takes one to two seconds; the environment mostly waits for
-    its game processes meanwhile. Join the thread before building a trainer.
-    """
-    thread = threading.Thread(target=_import_compiler, name="torch-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
-def _import_compiler() -> None:
-    """Import ``torch._dynamo``; a build without it simply skips the warm-up."""
-    with suppress(ImportError):
-        importlib.import_module("torch._dynamo")
 
 
 def _make_manager(

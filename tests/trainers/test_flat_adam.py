@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -157,3 +161,84 @@ def test_bad_layouts_are_refused(build: object, message: str) -> None:
     a, b = nn.Linear(2, 2), nn.Linear(2, 2)
     with pytest.raises(ValueError, match=message):
         build(a, b)  # type: ignore[operator]
+
+
+def _adam_state(network: nn.Module, **options: object) -> dict[str, object]:
+    optimizer = torch.optim.Adam(network.parameters(), lr=0.01, **options)  # type: ignore[arg-type]
+    _train(network, optimizer, range(2))
+    return optimizer.state_dict()
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        (lambda n: {"weights": []}, "not an optimizer state dict"),
+        (
+            lambda n: torch.optim.Adam(
+                [{"params": [n[0].weight]}, {"params": [n[0].bias, *n[2].parameters()]}]
+            ).state_dict(),
+            "one parameter group, not 2",
+        ),
+        (
+            lambda n: torch.optim.Adam(n[2].parameters()).state_dict(),
+            "2 parameters, this optimizer 4",
+        ),
+        (lambda n: _adam_state(n, weight_decay=0.1), "weight_decay"),
+        (lambda n: _adam_state(n, amsgrad=True), "amsgrad"),
+        (
+            lambda n: _adam_state(
+                nn.Sequential(nn.Linear(3, 4), nn.SiLU(), nn.Linear(4, 2)), foreach=False
+            ),
+            r"exp_avg of parameter 0 has shape \(4, 3\), the parameter \(5, 3\)",
+        ),
+    ],
+)
+def test_foreign_state_dicts_are_refused_and_leave_the_optimizer_unchanged(
+    state: object, message: str
+) -> None:
+    network = _network(0)
+    optimizer = FlatAdam(ParameterBuffer(list(network.parameters())), lr=0.01)
+    _train(network, optimizer, range(3))
+    moments = optimizer.exp_avg.clone(), optimizer.exp_avg_sq.clone()
+    with pytest.raises(ValueError, match=message):
+        optimizer.load_state_dict(state(_network(1)))  # type: ignore[operator]
+    assert optimizer.steps_taken == 3
+    torch.testing.assert_close(optimizer.exp_avg, moments[0], rtol=0, atol=0)
+    torch.testing.assert_close(optimizer.exp_avg_sq, moments[1], rtol=0, atol=0)
+    assert optimizer.param_groups[0]["lr"] == 0.01
+
+
+def test_a_second_parameter_group_is_refused() -> None:
+    network = _network(0)
+    optimizer = FlatAdam(ParameterBuffer(list(network[0].parameters())), lr=0.01)
+    with pytest.raises(ValueError, match="single parameter group"):
+        optimizer.add_param_group({"params": list(network[2].parameters())})
+
+
+def test_the_optimizer_never_imports_the_torch_compiler() -> None:
+    """``torch.optim.Optimizer`` imports ``torch._dynamo`` (over a second) on first use of
+    ``add_param_group``/``state_dict``/``load_state_dict``; FlatAdam's whole life does not."""
+    program = textwrap.dedent(
+        """
+        import sys
+        import torch
+        from trainers.common.flat_adam import FlatAdam
+        from trainers.common.parameter_buffer import ParameterBuffer
+        network = torch.nn.Linear(3, 2)
+        optimizer = FlatAdam(ParameterBuffer(list(network.parameters())), lr=0.01)
+        network(torch.ones(4, 3)).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        optimizer.load_state_dict(optimizer.state_dict())
+        print("torch._dynamo" in sys.modules)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=120,
+    )
+    assert result.stdout.strip() == "False", result.stderr

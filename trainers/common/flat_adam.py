@@ -6,6 +6,11 @@ fused kernel call over the whole buffer, without the per-parameter bookkeeping o
 networks of ML-Agents' scenes). The state dict has
 ``torch.optim.Adam``'s per-parameter layout (``step``, ``exp_avg``, ``exp_avg_sq`` for every
 parameter), so checkpoints written with either optimizer load into the other.
+
+Unlike ``torch.optim.Adam``, creating, stepping and (de)serializing this optimizer never
+imports ``torch._dynamo`` (``torch.optim.Optimizer`` wraps ``add_param_group``,
+``state_dict`` and ``load_state_dict`` to keep them out of ``torch.compile``, and the first
+call imports the compiler: more than a second of start-up).
 """
 
 from __future__ import annotations
@@ -62,8 +67,8 @@ class FlatAdam(torch.optim.Optimizer):
         fused: bool = True,
     ) -> None:
         defaults = {"lr": lr, "betas": betas, "eps": eps, **_TORCH_ADAM_DEFAULTS}
-        super().__init__(buffer.parameters, defaults)
         self.buffer = buffer
+        super().__init__(buffer.parameters, defaults)
         self.exp_avg = torch.zeros_like(buffer.data)
         self.exp_avg_sq = torch.zeros_like(buffer.data)
         # The step count as the fused kernel takes it (a float tensor on the buffer's device).
@@ -74,6 +79,21 @@ class FlatAdam(torch.optim.Optimizer):
     def steps_taken(self) -> int:
         """Steps taken so far (restored by :meth:`load_state_dict`)."""
         return int(self._step.item())
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Called once by the constructor with the buffer's parameters: the only group.
+
+        Raises:
+            ValueError: a second group, or parameters other than the buffer's.
+        """
+        if self.param_groups:
+            raise ValueError("FlatAdam has a single parameter group, that of its buffer")
+        parameters = list(param_group["params"])
+        if len(parameters) != len(self.buffer.parameters) or any(
+            given is not own for given, own in zip(parameters, self.buffer.parameters, strict=True)
+        ):
+            raise ValueError("FlatAdam optimizes exactly the parameters of its buffer")
+        self.param_groups.append({**self.defaults, **param_group, "params": parameters})
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Zero all gradients in place (``set_to_none`` is ignored: the gradients are views of
@@ -119,46 +139,70 @@ class FlatAdam(torch.optim.Optimizer):
         return loss
 
     def state_dict(self) -> dict[str, Any]:
-        """``torch.optim.Adam``'s layout: per-parameter ``step``, ``exp_avg``, ``exp_avg_sq``."""
-        self.state.clear()
-        for parameter in self.buffer.parameters:
-            self.state[parameter] = {
-                "step": torch.tensor(float(self.steps_taken)),
+        """``torch.optim.Adam``'s layout: ``state`` maps each parameter's index to its ``step``,
+        ``exp_avg`` and ``exp_avg_sq``; ``param_groups`` holds the one group, its parameters
+        as indices."""
+        step = float(self.steps_taken)
+        state = {
+            index: {
+                "step": torch.tensor(step),
                 "exp_avg": self._moment_view(self.exp_avg, parameter).clone(),
                 "exp_avg_sq": self._moment_view(self.exp_avg_sq, parameter).clone(),
             }
-        try:
-            return super().state_dict()
-        finally:
-            self.state.clear()
+            for index, parameter in enumerate(self.buffer.parameters)
+        }
+        group = {key: value for key, value in self.param_groups[0].items() if key != "params"}
+        group["params"] = list(range(len(self.buffer.parameters)))
+        return {"state": state, "param_groups": [group]}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state dict of this optimizer or of a ``torch.optim.Adam`` over the same
         parameters (a parameter without state starts from zero moments).
 
         Raises:
-            ValueError: the state dict has another number of groups or parameters, or uses
-                weight decay, AMSGrad or maximization.
+            ValueError: the state dict is not an optimizer state dict, has another number of
+                groups or parameters or moments of other shapes, or uses weight decay, AMSGrad
+                or maximization.
         """
-        super().load_state_dict(state_dict)
-        if len(self.param_groups) != 1:
-            raise ValueError("FlatAdam takes a state dict with one parameter group")
-        group = self.param_groups[0]
-        used = [key for key in _UNSUPPORTED if group.get(key)]
+        groups = state_dict.get("param_groups") if isinstance(state_dict, dict) else None
+        states = state_dict.get("state") if isinstance(state_dict, dict) else None
+        if not isinstance(groups, list) or not isinstance(states, dict):
+            raise ValueError("not an optimizer state dict (expected 'state' and 'param_groups')")
+        if len(groups) != 1:
+            raise ValueError(
+                f"FlatAdam takes a state dict with one parameter group, not {len(groups)}"
+            )
+        saved_group = groups[0]
+        indices = list(saved_group.get("params", []))
+        parameters = self.buffer.parameters
+        if len(indices) != len(parameters):
+            raise ValueError(
+                f"the state dict has {len(indices)} parameters, this optimizer {len(parameters)}"
+            )
+        used = [key for key in _UNSUPPORTED if saved_group.get(key)]
         if used:
             raise ValueError(f"FlatAdam does not implement Adam's {', '.join(used)}")
+        exp_avg = torch.zeros_like(self.exp_avg)
+        exp_avg_sq = torch.zeros_like(self.exp_avg_sq)
         steps = 0
-        self.exp_avg.zero_()
-        self.exp_avg_sq.zero_()
-        for parameter in self.buffer.parameters:
-            saved = self.state.get(parameter)
+        for index, parameter in zip(indices, parameters, strict=True):
+            saved = states.get(index)
             if not saved:
                 continue
+            for name, moment in (("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)):
+                value = torch.as_tensor(saved[name])
+                if value.shape != parameter.shape:
+                    raise ValueError(
+                        f"the state dict's {name} of parameter {index} has shape "
+                        f"{tuple(value.shape)}, the parameter {tuple(parameter.shape)}"
+                    )
+                self._moment_view(moment, parameter).copy_(value)
             steps = max(steps, int(float(saved["step"])))
-            self._moment_view(self.exp_avg, parameter).copy_(saved["exp_avg"])
-            self._moment_view(self.exp_avg_sq, parameter).copy_(saved["exp_avg_sq"])
+        self.exp_avg.copy_(exp_avg)
+        self.exp_avg_sq.copy_(exp_avg_sq)
         self._step.fill_(float(steps))
-        self.state.clear()
+        group = self.param_groups[0]
+        group.update({key: value for key, value in saved_group.items() if key != "params"})
 
     def _moment_view(self, moment: torch.Tensor, parameter: torch.Tensor) -> torch.Tensor:
         start = self.buffer.offset(parameter)
