@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import gymnasium
@@ -11,15 +10,11 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AutoresetMode
-from trainer_test_support import ppo_behavior
+from trainer_test_support import ppo_behavior, ppo_trainer
 
 from trainers.common.distributions import ActionDistribution, mask_logits
 from trainers.common.normalizer import RunningNormalizer
-from trainers.common.stats import StatsReporter
-from trainers.common.trainer import TrainerContext
 from trainers.env_manager import VectorEnvManager
-from trainers.ppo.trainer import PPOTrainer
-from trainers.settings import parse_run_options
 
 
 def test_log_probs_have_one_column_per_dimension_and_branch() -> None:
@@ -62,22 +57,13 @@ def test_normalizer_absorbs_the_rollout_before_the_update(
     )
     manager = VectorEnvManager(env, "Countdown")
     try:
-        behavior = ppo_behavior(hyperparameters={"buffer_size": 12, "batch_size": 4})
-        options = parse_run_options({"behaviors": {"Countdown": behavior}})
         slots = manager.behaviors["Countdown"]
-        trainer = PPOTrainer(
-            TrainerContext(
-                behavior_name="Countdown",
-                settings=options.trainer_settings_for("Countdown"),
-                observation_layout=slots.observation_layout,
-                action_layout=slots.action_layout,
-                device=torch.device("cpu"),
-                seed=0,
-                training=True,
-                artifact_dir=tmp_path,
-                stats=StatsReporter("Countdown", tmp_path, time.monotonic()),
-                checkpoints=None,
-            )
+        trainer = ppo_trainer(
+            "Countdown",
+            ppo_behavior(hyperparameters={"buffer_size": 12, "batch_size": 4}),
+            slots.observation_layout,
+            slots.action_layout,
+            tmp_path,
         )
         step = manager.reset(seed=0)["Countdown"]
         while not trainer.update_due:

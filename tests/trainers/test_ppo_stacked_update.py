@@ -3,7 +3,6 @@ what the two networks compute on their own, and is used exactly where it applies
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +10,11 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
-from trainer_test_support import ppo_behavior
+from trainer_test_support import ppo_behavior, ppo_trainer
 
 from trainers.common.buffers import Rollout, compute_gae
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import StatsReporter
-from trainers.common.trainer import TrainerContext
 from trainers.ppo.trainer import PPOTrainer, _UpdateData
-from trainers.settings import parse_run_options
 
 STEPS, SLOTS = 12, 8
 
@@ -42,20 +38,13 @@ def _trainer(
         hyperparameters={"buffer_size": STEPS * SLOTS, "batch_size": 16},
         network_settings={"hidden_units": 16, "num_layers": 2, "normalize": True},
     )
-    options = parse_run_options({"behaviors": {"Toy": behavior}})
-    return PPOTrainer(
-        TrainerContext(
-            behavior_name="Toy",
-            settings=options.trainer_settings_for("Toy"),
-            observation_layout=ObservationLayout.from_space(observation_space),
-            action_layout=ActionLayout.from_space(action_space),
-            device=torch.device("cpu"),
-            seed=3,
-            training=True,
-            artifact_dir=tmp_path,
-            stats=StatsReporter("Toy", tmp_path, time.monotonic()),
-            checkpoints=None,
-        )
+    return ppo_trainer(
+        "Toy",
+        behavior,
+        ObservationLayout.from_space(observation_space),
+        ActionLayout.from_space(action_space),
+        tmp_path,
+        seed=3,
     )
 
 

@@ -1,4 +1,4 @@
-"""Tiny behavior configs shared by the trainer tests.
+"""Tiny behavior configs, and a PPO trainer built from one, shared by the trainer tests.
 
 Test modules import these by name, so they live in a uniquely named module rather than in
 ``conftest.py`` (several test folders have a ``conftest`` module).
@@ -7,9 +7,18 @@ Test modules import these by name, so they live in a uniquely named module rathe
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import torch
+
+from trainers.common.spaces import ActionLayout, ObservationLayout
+from trainers.common.stats import StatsReporter
+from trainers.common.trainer import TrainerContext
+from trainers.ppo.trainer import PPOTrainer
+from trainers.settings import parse_run_options
 
 RunTrain = Callable[..., Path]
 
@@ -60,6 +69,33 @@ def sac_behavior(**overrides: Any) -> dict[str, Any]:
         "keep_checkpoints": 2,
     }
     return _merge(base, overrides)
+
+
+def ppo_trainer(
+    behavior_name: str,
+    behavior: dict[str, Any],
+    observation_layout: ObservationLayout,
+    action_layout: ActionLayout,
+    artifact_dir: Path,
+    seed: int = 0,
+) -> PPOTrainer:
+    """A training :class:`PPOTrainer` on the CPU for ``behavior`` (a config dict), without
+    checkpoints, its statistics written to ``artifact_dir``."""
+    options = parse_run_options({"behaviors": {behavior_name: behavior}})
+    return PPOTrainer(
+        TrainerContext(
+            behavior_name=behavior_name,
+            settings=options.trainer_settings_for(behavior_name),
+            observation_layout=observation_layout,
+            action_layout=action_layout,
+            device=torch.device("cpu"),
+            seed=seed,
+            training=True,
+            artifact_dir=artifact_dir,
+            stats=StatsReporter(behavior_name, artifact_dir, time.monotonic()),
+            checkpoints=None,
+        )
+    )
 
 
 def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
