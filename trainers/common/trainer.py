@@ -285,8 +285,8 @@ class Trainer(ABC):
         """Load a checkpoint: networks always; optimizers and counters if ``restore_progress``.
 
         Raises:
-            CheckpointMismatchError: the checkpoint is from another algorithm or its networks
-                have other shapes.
+            CheckpointMismatchError: the checkpoint is from another algorithm, its networks
+                have other shapes, or (``restore_progress``) its optimizer state does not fit.
         """
         if state.get("format") != CHECKPOINT_FORMAT:
             raise CheckpointMismatchError(
@@ -310,7 +310,15 @@ class Trainer(ABC):
                     ) from exc
             if restore_progress:
                 for name, optimizer in self.optimizers().items():
-                    optimizer.load_state_dict(state["optimizers"][name])
+                    try:
+                        optimizer.load_state_dict(state["optimizers"][name])
+                    except (KeyError, ValueError) as exc:
+                        raise CheckpointMismatchError(
+                            f"optimizer {name!r} of the checkpoint does not fit behavior "
+                            f"{self.behavior_name} (a damaged checkpoint, or one written by "
+                            f"another program?); start over with --force or use "
+                            f"--initialize-from, which loads the networks only: {exc}"
+                        ) from exc
                 self.step = int(state["step"])
                 self.update_count = int(state["update_count"])
                 self.load_extra_state(state.get("extra", {}))
