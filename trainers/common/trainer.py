@@ -300,25 +300,24 @@ class Trainer(ABC):
             )
         with self.model_lock:
             for name, module in self.modules().items():
-                try:
-                    module.load_state_dict(state["modules"][name])
-                except (KeyError, RuntimeError) as exc:
-                    raise CheckpointMismatchError(
-                        f"network {name!r} of the checkpoint does not fit behavior "
-                        f"{self.behavior_name} (different observations, actions or "
-                        f"network_settings?): {exc}"
-                    ) from exc
+                self._load_part(
+                    module,
+                    state["modules"],
+                    name,
+                    what=f"network {name!r}",
+                    cause="different observations, actions or network_settings?",
+                )
             if restore_progress:
                 for name, optimizer in self.optimizers().items():
-                    try:
-                        optimizer.load_state_dict(state["optimizers"][name])
-                    except (KeyError, ValueError) as exc:
-                        raise CheckpointMismatchError(
-                            f"optimizer {name!r} of the checkpoint does not fit behavior "
-                            f"{self.behavior_name} (a damaged checkpoint, or one written by "
-                            f"another program?); start over with --force or use "
-                            f"--initialize-from, which loads the networks only: {exc}"
-                        ) from exc
+                    self._load_part(
+                        optimizer,
+                        state["optimizers"],
+                        name,
+                        what=f"optimizer {name!r}",
+                        cause="a damaged checkpoint, or one written by another program?",
+                        advice="start over with --force or use --initialize-from, which loads "
+                        "the networks only",
+                    )
                 self.step = int(state["step"])
                 self.update_count = int(state["update_count"])
                 self.load_extra_state(state.get("extra", {}))
@@ -327,6 +326,32 @@ class Trainer(ABC):
                     torch.set_rng_state(rng_state)
         if restore_progress:
             self._reset_schedules_after_load()
+
+    def _load_part(
+        self,
+        target: nn.Module | torch.optim.Optimizer,
+        saved: dict[str, Any],
+        name: str,
+        *,
+        what: str,
+        cause: str,
+        advice: str = "",
+    ) -> None:
+        """Load ``saved[name]`` into ``target``.
+
+        Raises:
+            CheckpointMismatchError: the part is missing or does not load; the message says
+                that ``what`` does not fit, the likely ``cause``, the ``advice`` and the
+                underlying error.
+        """
+        try:
+            target.load_state_dict(saved[name])
+        except (KeyError, RuntimeError, ValueError) as exc:
+            way_out = f"; {advice}" if advice else ""
+            raise CheckpointMismatchError(
+                f"{what} of the checkpoint does not fit behavior {self.behavior_name} "
+                f"({cause}){way_out}: {exc}"
+            ) from exc
 
     def save_checkpoint(self, *, final: bool = False) -> Path | None:
         """Write a checkpoint now (and its ONNX model); ``None`` in inference mode."""
