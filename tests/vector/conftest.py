@@ -44,7 +44,8 @@ def ray_instance() -> Iterator[Any]:
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install unity-gym[ray])")
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # address="local": a new instance even when a `ray start` cluster runs on this machine
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     if started:
         ray.shutdown()

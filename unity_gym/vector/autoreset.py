@@ -184,6 +184,19 @@ class AgentSlots:
         self._vacant.fill(True)
         return running
 
+    def adopt_phases(self, ended: np.ndarray) -> None:
+        """Continue from another worker's slots: ``ended`` marks the slots whose last result
+        ended an episode (their next action is ignored in next-step mode).
+
+        Used when a worker replaces one that was lost (a Ray actor on a node that died), before
+        :meth:`begin_step` and :meth:`begin_restart` of the step the lost worker never finished.
+        """
+        ended = np.asarray(ended, dtype=bool).reshape(self.num_slots)
+        if self.mode is AutoresetMode.NEXT_STEP:
+            self._phase[:] = np.where(ended, _ENDED, _READY)
+        else:
+            self._phase.fill(_READY)
+
     def finish(self) -> SlotResults:
         """End the step or reset and return the per-slot results."""
         if self.mode is AutoresetMode.NEXT_STEP:

@@ -48,7 +48,13 @@ from unity_gym.vector.faults import (
     RestartTracker,
     describe_game_failure,
 )
-from unity_gym.vector.messages import GameDescription, RequestKind, WorkerReply, WorkerRequest
+from unity_gym.vector.messages import (
+    GameDescription,
+    RequestKind,
+    TakeOver,
+    WorkerReply,
+    WorkerRequest,
+)
 
 __all__ = ["GameWorker", "WorkerConfig", "select_behavior"]
 
@@ -194,9 +200,76 @@ class GameWorker:
             self._last_timer_report = now
         return reply
 
+    def take_over(self, request: WorkerRequest, lost: TakeOver) -> WorkerReply:
+        """Answer ``request``, which a lost worker of the same slots never finished.
+
+        This worker is new: it launches its own game and continues the lost worker's slots as
+        a game restart in the middle of ``request`` would (see :meth:`_recover`): a STEP
+        truncates every running episode with ``restart_reason`` = ``lost.reason`` (next-step
+        mode keeps the last observation the vector env saw; same-step mode makes it the final
+        one and returns the new game's first observation); a RESET or ATTACH returns the new
+        game's first observations. Never raises (errors go in the reply).
+        """
+        if request.kind in (RequestKind.START, RequestKind.CLOSE):
+            return self.handle(request)
+        reply = WorkerReply(worker=self.config.index, seq=request.seq, kind=request.kind)
+        self._events = [(logging.WARNING, f"{lost.reason}; its slots report truncated=True.")]
+        try:
+            with hierarchical_timer("worker_take_over"):
+                self._launch_and_allocate()
+                if lost.attach is not None:
+                    self._attach(lost.attach)
+                if request.kind is RequestKind.STEP and lost.previous_rows is not None:
+                    self._continue_lost_step(lost.previous_rows)
+                else:
+                    self._collect_first_observations()
+            self._fill_reply(reply)
+        except Exception as error:  # reported to the vector env, which raises it
+            error.add_note(
+                f"(in game worker {self.config.index}, taking over a lost worker; worker "
+                f"traceback:\n{traceback.format_exc().rstrip()})"
+            )
+            reply.error = error
+        reply.events = self._events
+        reply.restart_reason = lost.reason
+        process = self._env.process if self._env is not None else None
+        reply.game_pid = None if process is None else process.pid
+        return reply
+
+    def _continue_lost_step(self, previous: dict[str, np.ndarray]) -> None:
+        """Finish a lost worker's step as a restart of its game (the new game just launched)."""
+        slots = self._slots
+        assert slots is not None
+        for name, array in self._rows.items():
+            if name.startswith(OBS_PREFIX) and name in previous:
+                array[...] = previous[name]
+        ended = np.asarray(previous["terminated"], dtype=bool) | np.asarray(
+            previous["truncated"], dtype=bool
+        )
+        slots.adopt_phases(ended)
+        slots.begin_step()
+        running = slots.begin_restart()
+        if self.config.autoreset_mode is AutoresetMode.SAME_STEP:
+            for name in list(self._rows):
+                if name.startswith(OBS_PREFIX):
+                    final = self._rows[FINAL_OBS_PREFIX + name[len(OBS_PREFIX) :]]
+                    final[running] = self._rows[name][running]
+        try:
+            self._absorb()
+            self._run_until_complete()
+        except _GameFailedError as fault:
+            self._recover(fault, during_step=True)
+        self._last_results = slots.finish()
+
     # -- life cycle ---------------------------------------------------------------------------
 
     def _start(self) -> GameDescription:
+        description = self._launch_and_allocate()
+        self._collect_first_observations()
+        return description
+
+    def _launch_and_allocate(self) -> GameDescription:
+        """Launch the game, check its agent count and allocate the slots' private rows."""
         try:
             self._launch(self._seed)
         except _GameFailedError as fault:
@@ -229,7 +302,6 @@ class GameWorker:
         mask = self._rows.get(f"{INFO_PREFIX}action_mask")
         if mask is not None:
             mask.fill(True)
-        self._collect_first_observations()
         process = self._env.process if self._env is not None else None
         return GameDescription(
             behavior_name=self._behavior,

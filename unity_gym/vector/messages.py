@@ -16,7 +16,7 @@ import numpy as np
 from unity_gym.base_env import BehaviorSpec
 from unity_gym.vector.buffers import BufferLayout
 
-__all__ = ["GameDescription", "RequestKind", "WorkerReply", "WorkerRequest"]
+__all__ = ["GameDescription", "RequestKind", "TakeOver", "WorkerReply", "WorkerRequest"]
 
 
 class RequestKind(enum.Enum):
@@ -59,6 +59,22 @@ class WorkerRequest:
     layout: BufferLayout | None = None
     shared_name: str | None = None
     row_offset: int = 0
+
+
+@dataclass
+class TakeOver:
+    """What a new worker needs to continue the slots of a lost one (a Ray actor whose node died).
+
+    Attributes:
+        reason: why the old worker is gone (becomes the slots' ``restart_reason``).
+        attach: the ATTACH request the old worker had received (None: it had not).
+        previous_rows: the rows of the old worker's last reply (observations and flags of the
+            slots as the vector env last saw them; None before its first reply with rows).
+    """
+
+    reason: str
+    attach: WorkerRequest | None = None
+    previous_rows: dict[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,10 @@ class WorkerBackend(ABC):
         is a :class:`WorkerLostError`.
         """
 
+    def worker_location(self, worker: int) -> str:
+        """Where ``worker`` (and so its game) runs, for logs (default: this machine)."""
+        return "this machine"
+
     @abstractmethod
     def close(self, timeout: float) -> None:
         """Stop every worker (politely for ``timeout`` seconds, then by force); idempotent."""
