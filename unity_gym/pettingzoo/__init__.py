@@ -10,6 +10,11 @@ names, episode, seeding and restart rules (a crashed or hung game is relaunched 
 truncated; :class:`~unity_gym.vector.faults.RestartLimitError`, re-exported here, beyond the
 limits) are documented in :mod:`unity_gym.pettingzoo.parallel_env`.
 
+``ray_parallel_env(actor_options=None, **kwargs)`` returns a :class:`RayParallelEnv`: the same
+``UnityParallelEnv(**kwargs)`` run inside a Ray actor on any node of a Ray cluster (install the
+``unity-gym[ray]`` extra), whose lost actor is replaced within the same restart limits; see
+:mod:`unity_gym.pettingzoo.ray_env`.
+
 Example::
 
     from unity_gym.pettingzoo import parallel_env
@@ -30,9 +35,18 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from unity_gym.pettingzoo.parallel_env import UnityParallelEnv, agent_name_prefixes
+from unity_gym.pettingzoo.ray_env import RayParallelEnv, ray_parallel_env
 from unity_gym.vector.faults import RestartLimitError
 
-__all__ = ["RestartLimitError", "UnityParallelEnv", "agent_name_prefixes", "env", "parallel_env"]
+__all__ = [
+    "RayParallelEnv",
+    "RestartLimitError",
+    "UnityParallelEnv",
+    "agent_name_prefixes",
+    "env",
+    "parallel_env",
+    "ray_parallel_env",
+]
 
 
 def parallel_env(**kwargs: Any) -> UnityParallelEnv:
