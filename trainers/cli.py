@@ -44,6 +44,9 @@ _OVERRIDES: dict[str, tuple[str | None, str]] = {
     "max_lifetime_restarts": ("env_settings", "max_lifetime_restarts"),
     "restarts_rate_limit_n": ("env_settings", "restarts_rate_limit_n"),
     "restarts_rate_limit_period_s": ("env_settings", "restarts_rate_limit_period_s"),
+    "backend": ("env_settings", "backend"),
+    "ray_address": ("env_settings", "ray_address"),
+    "ray_game_cpus": ("env_settings", "ray_game_cpus"),
     "width": ("engine_settings", "width"),
     "height": ("engine_settings", "height"),
     "quality_level": ("engine_settings", "quality_level"),
@@ -114,6 +117,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-lifetime-restarts", type=int, metavar="N")
     parser.add_argument("--restarts-rate-limit-n", type=int, metavar="N")
     parser.add_argument("--restarts-rate-limit-period-s", type=int, metavar="S")
+    where = parser.add_argument_group("where Unity games run")
+    where.add_argument(
+        "--backend",
+        choices=("subprocess", "inprocess", "ray"),
+        help="subprocess: a worker process per game; inprocess: a thread per game; ray: a Ray "
+        "actor per game, anywhere in the cluster (default: inprocess for one game, subprocess "
+        "for several).",
+    )
+    where.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="Ray cluster to join (host:port, or 'auto'); default: join the local Ray "
+        "instance if one runs, else start one.",
+    )
+    where.add_argument(
+        "--ray-game-cpus",
+        type=float,
+        metavar="N",
+        help="CPUs Ray reserves for each game (default 1; 0 places games without reserving).",
+    )
     engine = parser.add_argument_group("engine configuration (Unity only)")
     engine.add_argument("--width", type=int)
     engine.add_argument("--height", type=int)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import importlib
 import logging
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from pettingzoo import ParallelEnv
 
 from trainers.parallel_env_manager import close_all
+from trainers.ray_cluster import RayCluster, connect_ray
 from trainers.settings import ConfigError, RunOptions
 from unity_gym.exceptions import UnityMultipleBehaviorsException
 
@@ -63,7 +65,9 @@ class EnvironmentSetupError(ConfigError):
 
 
 SINGLE_GAME_BACKEND = "inprocess"
-"""The vector env backend of a run with one game process (several games: ``subprocess``)."""
+"""The default backend of a run with one game process (several games: ``subprocess``): one
+game has nothing to overlap with, so its worker runs as a thread, sparing a process hop per
+step."""
 
 EMBEDDED_DEFAULT_SCENE = "3DBall"
 """The built-in scene trained when no environment is selected (``Unity-v0``'s default game)."""
@@ -78,15 +82,26 @@ class TrainingEnvironment:
         behavior_candidates: names to look the behavior up by in the configuration, in order
             of preference (the environment's own name first).
         description: a human-readable description for logs.
+        ray_cluster: the Ray cluster the games run on (``backend: ray``), else None.
     """
 
     env: VectorEnv
     behavior_candidates: list[str]
     description: str
+    ray_cluster: RayCluster | None = None
+
+    def game_locations(self) -> list[str]:
+        """Where each game runs (empty when the environment does not say)."""
+        locations = getattr(self.env.unwrapped, "game_locations", None)
+        return [str(location) for location in locations] if locations is not None else []
 
     def close(self) -> None:
-        """Close the vector environment."""
-        self.env.close()
+        """Close the vector environment (then leave the Ray cluster, if any)."""
+        try:
+            self.env.close()
+        finally:
+            if self.ray_cluster is not None:
+                self.ray_cluster.close()
 
 
 @dataclass
@@ -100,10 +115,19 @@ class ParallelTrainingEnvironment:
 
     envs: list[ParallelEnv[str, Any, Any]]
     description: str
+    ray_cluster: RayCluster | None = None
+
+    def game_locations(self) -> list[str]:
+        """Where each game runs (one entry per env)."""
+        return [str(getattr(env, "game_location", "this machine")) for env in self.envs]
 
     def close(self) -> None:
-        """Close every env."""
-        close_all(self.envs)
+        """Close every env (then leave the Ray cluster, if any)."""
+        try:
+            close_all(self.envs)
+        finally:
+            if self.ray_cluster is not None:
+                self.ray_cluster.close()
 
 
 def make_training_env(
@@ -120,6 +144,12 @@ def make_training_env(
         EnvironmentSetupError: the environment could not be created.
     """
     env_settings = options.env_settings
+    if env_settings.gym_id is not None and env_settings.backend is not None:
+        raise EnvironmentSetupError(
+            f"env_settings.backend: {env_settings.backend!r} says where Unity games run; the "
+            f"Gymnasium environment {env_settings.gym_id} runs in the trainer process. Remove "
+            "--backend (or env_settings.backend)."
+        )
     if env_settings.gym_id is not None:
         return _make_gymnasium_env(env_settings.gym_id, env_settings.num_envs, options)
     if env_settings.env_path is None and env_settings.scene is None:
@@ -193,21 +223,53 @@ def _make_unity_env(
         "restarts_rate_limit_n": env_settings.restarts_rate_limit_n,
         "restarts_rate_limit_period_s": env_settings.restarts_rate_limit_period_s,
     }
+    backend = env_settings.backend or (SINGLE_GAME_BACKEND if processes == 1 else "subprocess")
+    cluster = connect_ray(env_settings, processes) if backend == "ray" else None
+    if cluster is not None:
+        logger.info("%s; each game runs as a Ray actor.", cluster.describe())
+    try:
+        return _make_unity_env_on(options, kwargs, restart_limits, backend, cluster, what)
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        raise
+
+
+def _make_unity_env_on(
+    options: RunOptions,
+    kwargs: dict[str, Any],
+    restart_limits: dict[str, Any],
+    backend: str,
+    cluster: RayCluster | None,
+    what: str,
+) -> TrainingEnvironment | ParallelTrainingEnvironment:
+    """The Unity environment of :func:`_make_unity_env`, its games run by ``backend``."""
+    env_settings = options.env_settings
+    processes = env_settings.num_envs
+    parallel = partial(
+        _make_parallel_envs,
+        kwargs,
+        restart_limits,
+        processes,
+        env_settings.base_port,
+        what,
+        cluster,
+    )
     if env_settings.scene is not None and _scene_has_several_behaviors(env_settings.scene):
-        return _make_parallel_envs(kwargs, restart_limits, processes, env_settings.base_port, what)
+        return parallel()
     try:
         spec = _registered_spec(UNITY_ENV_ID)
         if spec.vector_entry_point is not None:
             # every agent of every game process is a slot
             if env_settings.base_port is not None:
                 kwargs["base_port"] = env_settings.base_port
+            if cluster is not None:
+                kwargs["ray_actor_options"] = cluster.actor_options
             env = gymnasium.make_vec(
                 UNITY_ENV_ID,
                 num_envs=None,  # type: ignore[arg-type]  # slots = all agents of all processes
                 num_processes=processes,
-                # One game has nothing to overlap with: its worker runs as a thread here,
-                # sparing a process hop per step. Several games get a worker process each.
-                backend=SINGLE_GAME_BACKEND if processes == 1 else "subprocess",
+                backend=backend,
                 autoreset_mode=AutoresetMode.SAME_STEP,
                 **restart_limits,
                 **kwargs,
@@ -233,10 +295,11 @@ def _make_unity_env(
     except UnityMultipleBehaviorsException:
         # The vector env closed the game it launched before raising.
         logger.info("%s has several behaviors; training them through PettingZoo.", what)
-        return _make_parallel_envs(kwargs, restart_limits, processes, env_settings.base_port, what)
+        kwargs.pop("ray_actor_options", None)
+        return parallel()
     reported = _reported_behavior_name(env)
     candidates = [reported.split("?team=")[0], reported] if reported else []
-    return TrainingEnvironment(env, list(dict.fromkeys(candidates)), what)
+    return TrainingEnvironment(env, list(dict.fromkeys(candidates)), what, cluster)
 
 
 def _registered_spec(env_id: str) -> gymnasium.envs.registration.EnvSpec:
@@ -281,13 +344,16 @@ def _make_parallel_envs(
     processes: int,
     base_port: int | None,
     what: str,
+    cluster: RayCluster | None = None,
 ) -> ParallelTrainingEnvironment:
     """``processes`` PettingZoo parallel envs of the game (env *i*: seed + *i*, worker *i*).
 
     Every env gets ``kwargs`` (game settings) and ``restart_limits`` (the run's
     ``max_lifetime_restarts``, ``restarts_rate_limit_n`` and ``restarts_rate_limit_period_s``).
+    With a Ray ``cluster``, each env runs inside a Ray actor
+    (:func:`unity_gym.pettingzoo.ray_parallel_env`); otherwise in this process.
     """
-    from unity_gym.pettingzoo import parallel_env
+    from unity_gym.pettingzoo import parallel_env, ray_parallel_env
 
     envs: list[ParallelEnv[str, Any, Any]] = []
     try:
@@ -295,7 +361,10 @@ def _make_parallel_envs(
             game = dict(kwargs, **restart_limits, seed=kwargs["seed"] + index, worker_id=index)
             if base_port is not None:
                 game["base_port"] = base_port
-            envs.append(parallel_env(**game))
+            if cluster is None:
+                envs.append(parallel_env(**game))
+            else:
+                envs.append(ray_parallel_env(actor_options=cluster.actor_options, **game))
     except (TypeError, ValueError) as exc:
         close_all(envs)
         raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
@@ -303,4 +372,5 @@ def _make_parallel_envs(
         close_all(envs)
         raise
     count = f"{processes} game process{'es' if processes > 1 else ''}"
-    return ParallelTrainingEnvironment(envs, f"{what}, PettingZoo, {count}")
+    where = ", Ray actors" if cluster is not None else ""
+    return ParallelTrainingEnvironment(envs, f"{what}, PettingZoo{where}, {count}", cluster)

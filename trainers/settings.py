@@ -11,8 +11,9 @@ The accepted layout is the one ``mlagents-learn`` reads::
     torch_settings:       {device}
     debug:                <bool>
 
-Two keys are extensions of this project: ``env_settings.gym_id`` (a plain Gymnasium id) and
-``env_settings.scene`` (a built-in scene of ``unity_gym``'s player).
+Some keys are extensions of this project: ``env_settings.gym_id`` (a plain Gymnasium id),
+``env_settings.scene`` (a built-in scene of ``unity_gym``'s player) and ``env_settings.backend``
+with its Ray options (where games run, :class:`EnvironmentSettings`).
 
 Every error is a :class:`ConfigError` whose message starts with the dotted path of the offending
 key (``behaviors.3DBall.hyperparameters.batchsize: unknown key; did you mean batch_size?``).
@@ -58,6 +59,7 @@ logger = logging.getLogger(__name__)
 ScheduleType = Literal["linear", "constant"]
 TrainerType = Literal["ppo", "sac"]
 EncoderType = Literal["simple", "nature_cnn"]
+BackendType = Literal["subprocess", "inprocess", "ray"]
 
 _UNSUPPORTED_TRAINERS = {"poca": "the POCA (multi-agent cooperative) trainer"}
 _UNSUPPORTED_ENCODERS = ("resnet", "match3", "fully_connected")
@@ -259,6 +261,12 @@ class EnvironmentSettings:
     Exactly one of ``env_path`` (a Unity build; ``gym:<id>`` selects a Gymnasium id), ``scene``
     (a built-in ``unity_gym`` scene) or ``gym_id`` (a Gymnasium id) selects the environment.
     ``base_port`` ``None`` (unlike ML-Agents' fixed 5005) lets every game pick a free port.
+
+    ``backend`` (an extension of this project) says where each Unity game and its worker run:
+    ``subprocess`` (a worker process per game), ``inprocess`` (a thread per game) or ``ray``
+    (a Ray actor per game, anywhere in the cluster at ``ray_address``; each asks for
+    ``ray_game_cpus`` CPUs plus ``ray_game_resources``). ``None`` picks ``inprocess`` for one
+    game and ``subprocess`` for several.
     """
 
     env_path: str | None = None
@@ -273,9 +281,34 @@ class EnvironmentSettings:
     restarts_rate_limit_period_s: int = 60
     gym_id: str | None = None
     scene: str | None = None
+    backend: BackendType | None = None
+    ray_address: str | None = None
+    ray_game_cpus: float = 1.0
+    ray_game_resources: dict[str, float] | None = None
 
     def _validate(self, path: str) -> None:
         _check_positive(path, "num_envs", self.num_envs)
+        if not math.isfinite(self.ray_game_cpus) or self.ray_game_cpus < 0:
+            raise ConfigError(
+                f"{path}.ray_game_cpus: expected a number >= 0 (CPUs Ray reserves per game), "
+                f"got {self.ray_game_cpus!r}."
+            )
+        for name, amount in (self.ray_game_resources or {}).items():
+            if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
+                raise ConfigError(
+                    f"{path}.ray_game_resources.{name}: expected a number >= 0 (amount of the "
+                    f"custom Ray resource per game), got {amount!r}."
+                )
+        uses_ray = (
+            self.ray_address is not None
+            or self.ray_game_resources is not None
+            or self.ray_game_cpus != 1.0
+        )
+        if uses_ray and self.backend != "ray":
+            raise ConfigError(
+                f"{path}: ray_address, ray_game_cpus and ray_game_resources apply to "
+                f"backend 'ray' only (backend is {self.backend!r}); add --backend ray."
+            )
         _check_positive(path, "num_areas", self.num_areas)
         _check_positive(path, "timeout_wait", self.timeout_wait)
         if self.base_port is not None:
