@@ -5,6 +5,13 @@ the vector env's shared-memory buffers; only small messages (actions, info colum
 its pipe. Children are started with ``spawn`` by default (safe next to gRPC threads), ignore
 Ctrl-C (the parent shuts them down) and exit when the parent disappears; their games die with
 them.
+
+With ``spawn`` and ``forkserver``, a worker is started without running the main script again
+whenever its config refers to nothing defined there (:mod:`unity_gym.vector.backends.main_script`):
+a script that creates the vector env at module level, without an ``if __name__ == "__main__":``
+guard, works, and its other module-level code does not run again in each worker. When the config
+does refer to the main script and the script creates a vector env at import time, the worker stops
+at once and :class:`WorkerLostError` says to add the guard or to use ``backend="inprocess"``.
 """
 
 from __future__ import annotations
@@ -16,12 +23,19 @@ import pickle
 import selectors
 import signal
 from collections.abc import Sequence
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.vector.backends.base import WorkerBackend, WorkerLostError
+from unity_gym.vector.backends.main_script import (
+    MAIN_REIMPORT_EXIT_CODE,
+    main_references,
+    refuse_main_reimport,
+    without_main_script,
+)
 from unity_gym.vector.game_worker import GameWorker, WorkerConfig
 from unity_gym.vector.messages import RequestKind, WorkerReply, WorkerRequest
 
@@ -78,9 +92,20 @@ class SubprocessBackend(WorkerBackend):
         self._in_flight: dict[int, tuple[int, RequestKind]] = {}
         self._selector = selectors.DefaultSelector()
         self._dead: set[int] = set()
+        self._main_references: dict[int, list[str]] = {}
 
     def start(self, configs: Sequence[WorkerConfig]) -> None:
-        """Start one process per config."""
+        """Start one process per config.
+
+        With ``spawn``/``forkserver``, a worker whose config refers to nothing of ``__main__``
+        starts without running the main script again (see the module documentation).
+        """
+        method = self._context.get_start_method()
+        refuse_main_reimport(method)
+        if method == "fork":
+            # Forked workers then share this process's tracker (spawned ones are given it): a
+            # tracker of their own would unlink the shared buffers when they exit.
+            resource_tracker.ensure_running()
         for config in configs:
             parent, child = self._context.Pipe(duplex=True)
             process = self._context.Process(
@@ -89,9 +114,13 @@ class SubprocessBackend(WorkerBackend):
                 name=f"unity-vector-worker-{config.index}",
                 daemon=True,
             )
-            process.start()
+            references = main_references(config) if method != "fork" else []
+            launch = without_main_script() if not references else contextlib.nullcontext()
+            with launch:
+                process.start()
             child.close()
             worker = len(self._connections)
+            self._main_references[worker] = references
             self._connections.append(parent)
             self._processes.append(process)
             self._selector.register(parent, selectors.EVENT_READ, worker)
@@ -143,15 +172,30 @@ class SubprocessBackend(WorkerBackend):
         seq, kind = self._in_flight.pop(worker)
         process = self._processes[worker]
         process.join(0.1)
-        return WorkerReply(
-            worker=worker,
-            seq=seq,
-            kind=kind,
-            error=WorkerLostError(
+        if process.exitcode == MAIN_REIMPORT_EXIT_CODE:
+            message = self._unguarded_main_message(worker)
+        else:
+            message = (
                 f"The process of game worker {worker} (pid {process.pid}) exited with code "
                 f"{process.exitcode} before answering; its game is gone too. Look above for "
                 "its error output."
-            ),
+            )
+        return WorkerReply(worker=worker, seq=seq, kind=kind, error=WorkerLostError(message))
+
+    def _unguarded_main_message(self, worker: int) -> str:
+        """Why a worker that re-ran the main script stopped, and what to change."""
+        references = self._main_references.get(worker) or []
+        because = (
+            f"its settings refer to {', '.join(references)}, defined in your main script, "
+            "so multiprocessing had to run that script again in the worker"
+            if references
+            else "multiprocessing ran your main script again in the worker"
+        )
+        return (
+            f"Game worker {worker} could not start: {because}, and the script creates a vector "
+            "env at import time (module level). Put the code that creates the env under "
+            'if __name__ == "__main__":, or pass backend="inprocess" to keep the workers in '
+            "this process."
         )
 
     def close(self, timeout: float) -> None:
@@ -178,3 +222,4 @@ class SubprocessBackend(WorkerBackend):
         self._processes.clear()
         self._in_flight.clear()
         self._dead.clear()
+        self._main_references.clear()
