@@ -28,13 +28,15 @@ import unity_gym
 from trainers.common.checkpoints import (
     LATEST_NAME,
     CheckpointManager,
+    LoadedCheckpoint,
     TrainingStatus,
     atomic_write,
     load_checkpoint,
+    load_newest_checkpoint,
 )
 from trainers.common.progress import ProgressBar
 from trainers.common.stats import StatsReporter
-from trainers.common.trainer import Trainer, TrainerContext
+from trainers.common.trainer import Trainer, TrainerContext, check_checkpoint_state
 from trainers.common.update_threads import update_thread_limit
 from trainers.env_manager import BehaviorSlots, EnvManager, VectorEnvManager
 from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
@@ -79,7 +81,7 @@ def run_training(
     _configure_threads(device)
     run = RunDirectory.prepare(options.checkpoint_settings)
     try:
-        controller = _set_up(options, run, seed, device, start, progress_stream)
+        controller, training_env = _set_up(options, run, seed, device, start, progress_stream)
     except BaseException:
         run.discard_if_new(options.checkpoint_settings)  # nothing was trained
         raise
@@ -88,6 +90,7 @@ def run_training(
             controller.run()
     finally:
         try:
+            _record_game_locations(training_env)  # where games ended up, after any relocation
             controller.close()
         finally:
             add_metadata("end_time_seconds", str(int(time.time())))
@@ -101,7 +104,7 @@ def _set_up(
     device: torch.device,
     start: float,
     progress_stream: TextIO | None,
-) -> TrainerController:
+) -> tuple[TrainerController, TrainingEnvironment | ParallelTrainingEnvironment]:
     """Write the run's configuration, create the environment and one trainer per behavior."""
     with atomic_write(run.configuration_path) as handle:
         handle.write(options.to_yaml().encode("utf-8"))
@@ -111,6 +114,9 @@ def _set_up(
     status.save()
     training_env = make_training_env(options, seed, run.run_logs)
     try:
+        if training_env.ray_cluster is not None:
+            for index, location in enumerate(_record_game_locations(training_env)):
+                logger.info("Game %d runs on %s.", index, location)
         manager = _make_manager(options, training_env)
     except BaseException:
         training_env.close()
@@ -140,7 +146,7 @@ def _set_up(
             manager.close()
         raise
     max_steps = max(trainer.settings.max_steps for trainer in trainers.values())
-    return TrainerController(
+    controller = TrainerController(
         manager,
         trainers,
         run.root,
@@ -148,6 +154,23 @@ def _set_up(
         seed,
         ProgressBar(max_steps, progress_stream),
     )
+    return controller, training_env
+
+
+def _record_game_locations(
+    training_env: TrainingEnvironment | ParallelTrainingEnvironment,
+) -> list[str]:
+    """Where each game runs, also written to ``timers.json`` metadata (``game_locations``)."""
+    try:
+        locations = training_env.game_locations()
+    except Exception:  # a closed or failed environment: keep what was recorded before
+        return []
+    if training_env.ray_cluster is not None:
+        add_metadata("ray_cluster", training_env.ray_cluster.address)
+    if locations:
+        described = "; ".join(f"game {i}: {where}" for i, where in enumerate(locations))
+        add_metadata("game_locations", described)
+    return locations
 
 
 def _make_manager(
@@ -234,14 +257,17 @@ def _load_initial_state(options: RunOptions, trainer: Trainer, run: RunDirectory
     checkpoint_settings = options.checkpoint_settings
     name = trainer.behavior_name
     if checkpoint_settings.resume:
-        path = run.behavior_dir(name) / LATEST_NAME
+        directory = run.behavior_dir(name)
+        loaded = _read_newest(directory, name)
         if checkpoint_settings.inference:  # act for max_steps more steps with the saved model
-            trainer.load_state_dict(_read(path, "--resume"), restore_progress=False)
-            logger.info("Loaded %s for inference (%s).", name, path)
+            trainer.load_state_dict(loaded.state, restore_progress=False)
+            logger.info("Loaded %s for inference (%s).", name, loaded.path)
             return
-        trainer.load_state_dict(_read(path, "--resume"), restore_progress=True)
-        trainer.load_auxiliary(run.behavior_dir(name))
-        logger.info("Resuming %s from step %d (%s).", name, trainer.step, path)
+        trainer.load_state_dict(loaded.state, restore_progress=True)
+        trainer.load_auxiliary(directory)
+        if trainer.context.checkpoints is not None:
+            trainer.context.checkpoints.resumed_at(trainer.step)
+        logger.info("Resuming %s from step %d (%s).", name, trainer.step, loaded.path)
         return
     source: Path | None = None
     if checkpoint_settings.initialize_from is not None:
@@ -262,13 +288,55 @@ def _load_initial_state(options: RunOptions, trainer: Trainer, run: RunDirectory
         )
 
 
+def _read_newest(directory: Path, behavior: str) -> LoadedCheckpoint:
+    """The newest readable checkpoint of ``behavior`` for ``--resume``, warning about newer
+    files that cannot be read.
+
+    Raises:
+        RunDirectoryError: there is no checkpoint, or none can be read.
+    """
+    try:
+        loaded = load_newest_checkpoint(
+            directory, behavior_dir_name(behavior), check_checkpoint_state
+        )
+    except FileNotFoundError as exc:
+        raise RunDirectoryError(
+            f"--resume: {exc}; start the run without --resume (or with --force)."
+        ) from None
+    except ValueError as exc:
+        raise RunDirectoryError(
+            f"--resume: {behavior} has {exc}. Put back a readable checkpoint, or start over "
+            "with --force."
+        ) from exc
+    if loaded.damaged:
+        logger.warning(
+            "--resume: %s. Resuming %s from %s (step %d) instead, the newest readable "
+            "checkpoint; the next save replaces or deletes the unreadable files.",
+            "; ".join(loaded.damaged),
+            behavior,
+            loaded.path,
+            loaded.state["step"],
+        )
+    elif loaded.path.name != LATEST_NAME:
+        logger.warning(
+            "--resume: %s is missing or older than %s (a save was cut short); resuming %s from "
+            "the newer one.",
+            directory / LATEST_NAME,
+            loaded.path,
+            behavior,
+        )
+    return loaded
+
+
 def _read(path: Path, what: str) -> dict[str, object]:
     try:
-        return load_checkpoint(path)
+        state = load_checkpoint(path)
+        check_checkpoint_state(state, path)
     except FileNotFoundError:
         raise RunDirectoryError(f"{what}: no checkpoint at {path}.") from None
     except ValueError as exc:
         raise RunDirectoryError(f"{what}: {exc}") from exc
+    return state
 
 
 def _device(name: str | None) -> torch.device:

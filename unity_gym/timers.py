@@ -2,14 +2,18 @@
 
 Timed blocks nest: a block entered while another is running becomes its child, so the same function
 called from two places is accounted twice, once under each caller. Each thread has its own
-:class:`TimerStack` (the main thread's is the default, global one). The tree exports as JSON::
+:class:`TimerStack` (the main thread's is the default, global one). The tree exports as JSON in
+the shape (keys and key order) of ``mlagents_envs.timers``::
 
-    {"name": "root", "total": s, "count": 1, "self": s, "children": {name: node, ...},
-     "gauges": {name: {"value", "min", "max", "count"}}, "metadata": {key: str}}
+    {"name": "root", "gauges": {name: {"value", "min", "max", "count"}}, "metadata": {key: str},
+     "total": s, "count": 1, "self": s, "children": {name: node, ...}}
 
-where every node is ``{"total": s, "count": n, "self": s, "children": {...}}`` plus
-``"is_parallel": true`` when it aggregates blocks that ran concurrently (e.g. in worker processes),
-in which case its children may add up to more than its total.
+where every node is ``{"total": s, "count": n, "self": s, "children": {...}}``, with
+``"is_parallel": true`` between ``count`` and ``self`` when it aggregates blocks that ran
+concurrently (e.g. in worker processes), in which case its children may add up to more than its
+total. Keys with nothing to say are left out: ``children`` on a leaf node, ``gauges`` when no gauge
+was set, ``metadata`` when it is empty. Readers of a tree (:func:`merge_timer_tree`,
+:meth:`TimerNode.from_dict`) take a missing ``children`` as no children.
 
 Example::
 
@@ -120,6 +124,8 @@ class TimerNode:
     @classmethod
     def from_dict(cls, tree: Mapping[str, Any], parent: TimerNode | None = None) -> TimerNode:
         """Rebuild a node (and its subtree) from its JSON form, e.g. another process's tree.
+
+        A node without ``children`` (a leaf, as :func:`get_timer_tree` writes it) gets none.
 
         Raises:
             ValueError: if a node lacks a numeric ``total`` or ``count``.
@@ -258,10 +264,12 @@ class TimerStack:
         if node is not None:
             return _node_dict(node)
         tree: dict[str, Any] = {"name": "root"}
+        if self.gauges:
+            tree["gauges"] = {name: gauge.as_dict() for name, gauge in self.gauges.items()}
+        if self.metadata:
+            self.metadata["end_time_seconds"] = str(int(time.time()))
+            tree["metadata"] = dict(self.metadata)
         tree.update(_node_dict(self.get_root()))
-        tree["gauges"] = {name: gauge.as_dict() for name, gauge in self.gauges.items()}
-        self.metadata["end_time_seconds"] = str(int(time.time()))
-        tree["metadata"] = dict(self.metadata)
         return tree
 
     def set_gauge(self, name: str, value: float) -> None:
@@ -286,16 +294,14 @@ class TimerStack:
 
 
 def _node_dict(node: TimerNode) -> dict[str, Any]:
-    children = {name: _node_dict(child) for name, child in node.children.items()}
-    child_total = sum(child["total"] for child in children.values())
-    result: dict[str, Any] = {
-        "total": node.total,
-        "count": node.count,
-        "self": max(0.0, node.total - child_total),
-        "children": children,
-    }
+    """One node's JSON form: ``total``, ``count``, [``is_parallel``], ``self``, [``children``]."""
+    result: dict[str, Any] = {"total": node.total, "count": node.count}
     if node.is_parallel:
         result["is_parallel"] = True
+    children = {name: _node_dict(child) for name, child in node.children.items()}
+    result["self"] = max(0.0, node.total - sum(child["total"] for child in children.values()))
+    if children:
+        result["children"] = children
     return result
 
 
@@ -458,7 +464,8 @@ def merge_timer_tree(
     (or send a tree only once, at the end). Gauges are merged too; metadata is not.
 
     Args:
-        tree: the JSON tree to add.
+        tree: the JSON tree to add; nodes without ``children`` and a root without ``gauges``
+            (the shape :func:`get_timer_tree` and ``mlagents_envs`` write) are accepted.
         root_name: merge under a child of that name (e.g. ``"worker_3"``) rather than directly
             into the running block.
         is_parallel: mark the merged nodes as having run concurrently.

@@ -1,9 +1,16 @@
-"""Hierarchical timers: tree shape, counts, self time, gauges, metadata, merging, threads, JSON."""
+"""Hierarchical timers: tree shape, counts, self time, gauges, metadata, merging, threads, JSON.
+
+The JSON tree has the shape of ``mlagents_envs.timers`` (checked against a hand-written tree here
+and against the official package itself when the reference peer venv is there).
+"""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +37,8 @@ from unity_gym.timers import (
 )
 
 pytestmark = pytest.mark.timeout(60)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +88,9 @@ def test_timed_nests_by_caller_and_counts() -> None:
     assert children["branch"].children["leaf"].count == 3
     assert children["leaf"].count == 1
     assert children["leaf"].children == {}
+    tree = get_timer_tree()
+    assert "children" not in tree["children"]["leaf"]
+    assert "children" not in tree["children"]["branch"]["children"]["leaf"]
 
 
 def test_timed_uses_qualname_and_keeps_signature_and_metadata() -> None:
@@ -177,7 +189,7 @@ def test_reset_clears_everything(fresh_stack: TimerStack) -> None:
     add_metadata("k", "v")
     reset_timers()
     tree = get_timer_tree()
-    assert tree["children"] == {} and tree["gauges"] == {}
+    assert "children" not in tree and "gauges" not in tree
     assert "k" not in tree["metadata"]
 
 
@@ -277,19 +289,20 @@ def test_threads_have_isolated_stacks(fresh_stack: TimerStack) -> None:
     assert results["stack"] is not fresh_stack
     assert timers.get_timer_stack_for_thread(thread) is results["stack"]
     assert list(get_timer_tree()["children"]) == ["main_block"]
-    assert get_timer_tree()["children"]["main_block"]["children"] == {}
+    assert "children" not in get_timer_tree()["children"]["main_block"]
 
 
 def check_node_schema(node: dict[str, Any]) -> None:
     assert isinstance(node["total"], float)
     assert isinstance(node["count"], int)
     assert isinstance(node["self"], float)
-    assert isinstance(node["children"], dict)
     assert node.get("is_parallel", True) is True
     extra = set(node) - {"total", "count", "self", "children", "is_parallel"}
     assert not extra, extra
-    for child in node["children"].values():
-        check_node_schema(child)
+    if "children" in node:  # only where there are children, as in mlagents_envs
+        assert isinstance(node["children"], dict) and node["children"]
+        for child in node["children"].values():
+            check_node_schema(child)
 
 
 def test_json_schema(tmp_path: Path) -> None:
@@ -302,6 +315,156 @@ def test_json_schema(tmp_path: Path) -> None:
     assert isinstance(tree["metadata"], dict)
     root_node = {k: v for k, v in tree.items() if k not in {"name", "gauges", "metadata"}}
     check_node_schema(root_node)
+
+
+def shape(tree: dict[str, Any]) -> dict[str, Any]:
+    """``tree`` with timings and metadata values replaced by placeholders; keys, their order,
+    counts, flags and gauges are kept, so that trees of different runs compare by shape."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if key in ("total", "self"):
+            out[key] = "<seconds>"
+        elif key == "metadata":
+            out[key] = {name: "<text>" for name in value}
+        elif key == "children":
+            out[key] = {name: shape(child) for name, child in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+def test_tree_has_exactly_the_mlagents_shape() -> None:
+    """Keys, their order, and ``children`` only on nodes that have children."""
+    with hierarchical_timer("outer"):
+        leaf()
+        leaf()
+    leaf()
+    merge_timer_tree(worker_tree(), root_name="workers")
+    add_metadata("run_id", "r1")
+    s = "<seconds>"
+    expected = {
+        "name": "root",
+        "gauges": {"fps": {"value": 30.0, "min": 30.0, "max": 30.0, "count": 1}},
+        "metadata": {
+            "timer_format_version": "<text>",
+            "start_time_seconds": "<text>",
+            "python_version": "<text>",
+            "command_line_arguments": "<text>",
+            "run_id": "<text>",
+            "end_time_seconds": "<text>",
+        },
+        "total": s,
+        "count": 1,
+        "self": s,
+        "children": {
+            "outer": {
+                "total": s,
+                "count": 1,
+                "self": s,
+                "children": {"leaf": {"total": s, "count": 2, "self": s}},
+            },
+            "leaf": {"total": s, "count": 1, "self": s},
+            "workers": {
+                "total": s,
+                "count": 1,
+                "is_parallel": True,
+                "self": s,
+                "children": {
+                    "env_step": {
+                        "total": s,
+                        "count": 2,
+                        "is_parallel": True,
+                        "self": s,
+                        "children": {
+                            "decode": {"total": s, "count": 1, "is_parallel": True, "self": s}
+                        },
+                    }
+                },
+            },
+        },
+    }
+    got = shape(get_timer_tree())
+    assert got == expected
+    assert json.dumps(got) == json.dumps(expected)  # the same key order too
+    reset_timers()
+    assert list(get_timer_tree()) == ["name", "metadata", "total", "count", "self"]
+
+
+def test_merge_accepts_nodes_without_children() -> None:
+    worker = {
+        "name": "root",
+        "total": 2.0,
+        "count": 1,
+        "self": 0.5,
+        "children": {"step": {"total": 1.5, "count": 3, "self": 1.5}},
+    }
+    with hierarchical_timer("host"):
+        merge_timer_tree(worker, root_name="worker")
+        merge_timer_tree({"total": 1.0, "count": 1, "self": 1.0}, root_name="worker")
+    merged = get_timer_tree()["children"]["host"]["children"]["worker"]
+    assert merged == {
+        "total": 3.0,
+        "count": 2,
+        "is_parallel": True,
+        "self": 1.5,
+        "children": {"step": {"total": 1.5, "count": 3, "is_parallel": True, "self": 1.5}},
+    }
+    assert TimerNode.from_dict({"total": 1.0, "count": 2}).children == {}
+
+
+# Builds the same tree with the timers module named in argv[1] and prints the shapes of that tree
+# and of the tree after a reset.
+_SHAPE_SNIPPET = f"""
+from __future__ import annotations
+import json, sys
+from typing import Any
+
+{inspect.getsource(shape)}
+module = __import__(sys.argv[1], fromlist=["TimerStack"])
+
+@module.timed
+def leaf():
+    pass
+
+module.reset_timers()
+with module.hierarchical_timer("outer"):
+    leaf()
+    leaf()
+leaf()
+worker = module.TimerStack()
+with module.hierarchical_timer("env_step", worker):
+    with module.hierarchical_timer("decode", worker):
+        pass
+module.get_timer_root().merge(worker.get_root(), root_name="workers", is_parallel=True)
+module.set_gauge("fps", 30.0)
+module.add_metadata("run_id", "r1")
+trees = [shape(module.get_timer_tree())]
+module.reset_timers()
+trees.append(shape(module.get_timer_tree()))
+print(json.dumps(trees))
+"""
+
+
+def _tree_shapes(python: str | Path, module: str) -> str:
+    proc = subprocess.run(
+        [str(python), "-c", _SHAPE_SNIPPET, module],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.peer
+def test_tree_shape_equals_the_official_packages(peer_python: Path) -> None:
+    """Every node has exactly the keys of ``mlagents_envs.timers``' node, in the same order."""
+    ours = _tree_shapes(sys.executable, "unity_gym.timers")
+    official = _tree_shapes(peer_python, "mlagents_envs.timers")
+    assert json.loads(ours) == json.loads(official)
+    assert ours == official  # key order included
 
 
 def test_write_timer_tree_is_atomic_and_complete(tmp_path: Path) -> None:

@@ -1,22 +1,37 @@
 """Checkpoint files and ``run_logs/training_status.json``.
 
 Per behavior, checkpoints are written to ``<run>/<behavior>/<behavior>-<step>.pt`` (with the
-matching ``.onnx``) and mirrored to ``<run>/<behavior>/checkpoint.pt`` (what ``--resume`` loads).
-Every file is written atomically: to a temporary file in the same directory, flushed, then moved
-over the target with ``os.replace``, so a crash never leaves a half-written checkpoint.
-Checkpoints are loaded with ``torch.load(..., weights_only=True)`` only.
+matching ``.onnx``) and mirrored to ``<run>/<behavior>/checkpoint.pt``. Every file is written
+atomically: to a temporary file in the same directory, flushed, then moved over the target with
+``os.replace``, so a crash never leaves a half-written checkpoint. Checkpoints are loaded with
+``torch.load(..., weights_only=True)`` only.
+
+``--resume`` loads the newest readable checkpoint (:func:`load_newest_checkpoint`):
+``checkpoint.pt``, or a ``<behavior>-<step>.pt`` of a higher step (a save cut short before the
+mirror was written), or, when these cannot be read (a file damaged after it was written), the
+newest ``<behavior>-<step>.pt`` that can.
+
+The checkpoint history in the status file is kept in step with the files on disk: each save lists
+the ``<behavior>-<step>.pt`` files older than the new one (a file that a killed run wrote but did
+not record is listed too; an entry whose file is gone is dropped), keeps the newest
+``keep_checkpoints`` and deletes every other ``<behavior>-<step>.pt``/``.onnx``, including files of
+higher steps left by a run that was resumed from an older checkpoint. Temporary files of writes
+cut short by a kill are deleted too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import pickle
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -24,13 +39,18 @@ import torch
 
 __all__ = [
     "CheckpointManager",
+    "LoadedCheckpoint",
     "TrainingStatus",
     "atomic_copy",
     "atomic_target",
     "atomic_write",
     "load_checkpoint",
+    "load_newest_checkpoint",
     "save_checkpoint",
+    "step_checkpoint_files",
 ]
+
+logger = logging.getLogger("trainers")
 
 LATEST_NAME = "checkpoint.pt"
 STATUS_FORMAT_VERSION = "0.3.0"
@@ -99,10 +119,91 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise ValueError(f"{path} is not a readable checkpoint: {exc}") from exc
+        raise ValueError(f"{path} is not a readable checkpoint ({_load_failure(exc)})") from exc
     if not isinstance(state, dict):
         raise ValueError(f"{path} is not a unity-train checkpoint (top level is not a dict).")
     return state
+
+
+def _load_failure(exc: Exception) -> str:
+    """A one-line reason for a failed ``torch.load``."""
+    if isinstance(exc, pickle.UnpicklingError):
+        # torch's text suggests weights_only=False, which must never be done here
+        return "its data is damaged or holds objects other than tensors and plain values"
+    if isinstance(exc, EOFError):
+        return "the file is empty or cut short"
+    first_line = str(exc).strip().split("\n", 1)[0]
+    if len(first_line) > 160:
+        first_line = first_line[:157] + "..."
+    return f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
+
+
+def step_checkpoint_files(directory: Path, file_prefix: str) -> list[tuple[int, Path]]:
+    """The ``<file_prefix>-<step>.pt`` files in ``directory`` as ``(step, path)``, oldest first."""
+    found: list[tuple[int, Path]] = []
+    for candidate in directory.glob(f"{file_prefix}-*.pt"):
+        suffix = candidate.stem[len(file_prefix) + 1 :]
+        if suffix.isdigit() and candidate.is_file():
+            found.append((int(suffix), candidate))
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class LoadedCheckpoint:
+    """A checkpoint read for ``--resume``.
+
+    Attributes:
+        path: the file it was read from.
+        state: its contents (passed the ``check`` of :func:`load_newest_checkpoint`).
+        damaged: why each newer file could not be used, one message per file (naming it).
+    """
+
+    path: Path
+    state: dict[str, Any]
+    damaged: tuple[str, ...] = ()
+
+
+def load_newest_checkpoint(
+    directory: Path, file_prefix: str, check: Callable[[dict[str, Any], Path], None]
+) -> LoadedCheckpoint:
+    """Read the newest readable checkpoint of one behavior (see the module docstring).
+
+    ``checkpoint.pt`` is tried first; ``<file_prefix>-<step>.pt`` files are tried newest first,
+    those of a step not above ``checkpoint.pt``'s only if it cannot be read. A file is unreadable
+    when :func:`load_checkpoint` fails, ``check(state, path)`` raises :class:`ValueError` or the
+    state has no integer ``step``; any other error of ``check`` propagates.
+
+    Raises:
+        FileNotFoundError: there is no checkpoint file at all.
+        ValueError: no checkpoint file can be read (the message says why for each).
+    """
+    damaged: list[str] = []
+
+    def read(path: Path) -> dict[str, Any] | None:
+        try:
+            state = load_checkpoint(path)
+            check(state, path)
+            if not isinstance(state.get("step"), int):
+                raise ValueError(f"{path} is damaged (it has no step count)")
+        except ValueError as exc:
+            damaged.append(str(exc))
+            return None
+        return state
+
+    latest = directory / LATEST_NAME
+    latest_state = read(latest) if latest.is_file() else None
+    floor = latest_state["step"] if latest_state is not None else -1
+    for step, path in reversed(step_checkpoint_files(directory, file_prefix)):
+        if step <= floor:
+            break
+        state = read(path)
+        if state is not None:
+            return LoadedCheckpoint(path, state, tuple(damaged))
+    if latest_state is not None:
+        return LoadedCheckpoint(latest, latest_state, tuple(damaged))
+    if not damaged:
+        raise FileNotFoundError(f"no checkpoint at {latest} and no {file_prefix}-<step>.pt")
+    raise ValueError("no readable checkpoint: " + "; ".join(damaged))
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -123,11 +224,26 @@ class TrainingStatus:
         self._data["metadata"].update(metadata)
 
     def load(self) -> None:
-        """Restore the history of a previous run (missing file: start empty)."""
+        """Restore the history of a previous run.
+
+        A missing file starts empty; so does a file that cannot be read, with a warning (the
+        checkpoint history is then rebuilt from the files on disk at the next save).
+        """
         if not self.path.is_file():
             return
-        with self._lock:
+        try:
             loaded = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(loaded, dict):
+                raise ValueError("the top level is not an object")
+        except (OSError, ValueError) as exc:  # JSON and decoding errors are ValueErrors
+            logger.warning(
+                "%s cannot be read (%s); starting with an empty checkpoint history, rebuilt "
+                "from the checkpoint files at the next save.",
+                self.path,
+                exc,
+            )
+            return
+        with self._lock:
             metadata = self._data["metadata"]
             self._data = loaded
             self._data["metadata"] = {**loaded.get("metadata", {}), **metadata}
@@ -137,10 +253,14 @@ class TrainingStatus:
         with self._lock:
             return json.loads(json.dumps(self._data.get(name, {})))
 
-    def update_behavior(self, name: str, **fields: Any) -> None:
-        """Set top-level fields of a behavior's record and save."""
+    def update_behavior(self, name: str, *, remove: tuple[str, ...] = (), **fields: Any) -> None:
+        """Set top-level fields of a behavior's record, delete those named in ``remove``, and
+        save."""
         with self._lock:
-            self._data.setdefault(name, {"checkpoints": []}).update(fields)
+            record = self._data.setdefault(name, {"checkpoints": []})
+            record.update(fields)
+            for key in remove:
+                record.pop(key, None)
             _write_json(self.path, self._data)
 
     def save(self) -> None:
@@ -150,7 +270,7 @@ class TrainingStatus:
 
 
 class CheckpointManager:
-    """Writes, mirrors and prunes one behavior's checkpoints.
+    """Writes, mirrors and prunes one behavior's checkpoints (see the module docstring).
 
     Args:
         directory: ``<run>/<behavior>``.
@@ -205,26 +325,79 @@ class CheckpointManager:
             "creation_time": time.time(),
             "auxillary_file_paths": aux,  # ML-Agents' spelling, kept for tool compatibility
         }
-        record = self.status.behavior(self.status_key)
-        history = [c for c in record.get("checkpoints", []) if c.get("file_path") != str(path)]
-        history.append(entry)
-        while len(history) > self.keep_checkpoints:
-            self._delete(history.pop(0))
+        history = [c for c in self._history_on_disk() if c["steps"] < step]
+        history = [*history, entry][-self.keep_checkpoints :]
         fields: dict[str, Any] = {"checkpoints": history, "step": step}
         if final:
             fields["final_checkpoint"] = entry
         self.status.update_behavior(self.status_key, **fields)
-        self._prune_untracked(history)
+        self._delete_unlisted(history)
+        self._delete_stale_temporaries()
         return path
 
-    def _delete(self, entry: dict[str, Any]) -> None:
-        for name in [entry.get("file_path"), *entry.get("auxillary_file_paths", [])]:
-            if name:
-                with contextlib.suppress(FileNotFoundError):
-                    Path(name).unlink()
+    def resumed_at(self, step: int) -> None:
+        """Make the status agree with a run resumed from a checkpoint of ``step``.
 
-    def _prune_untracked(self, history: list[dict[str, Any]]) -> None:
-        """Delete ``<prefix>-<step>.pt/.onnx`` files the history no longer lists."""
+        The history lists the ``<prefix>-<step>.pt`` files on disk up to ``step``; the record's
+        step becomes ``step``, and a final checkpoint of a higher step is forgotten (files of
+        higher steps, e.g. damaged ones skipped by ``--resume``, are deleted at the next save).
+        """
+        history = [c for c in self._history_on_disk() if c["steps"] <= step]
+        final = self.status.behavior(self.status_key).get("final_checkpoint")
+        final_step = final.get("steps") if isinstance(final, dict) else None
+        too_new = final is not None and not (isinstance(final_step, int) and final_step <= step)
+        remove = ("final_checkpoint",) if too_new else ()
+        self.status.update_behavior(self.status_key, remove=remove, checkpoints=history, step=step)
+
+    def _history_on_disk(self) -> list[dict[str, Any]]:
+        """An entry per ``<prefix>-<step>.pt`` file on disk, oldest first.
+
+        The status's entry where it lists the file (matched by file name, as the run folder may
+        have moved), otherwise one made from the file (a save cut short before it was recorded).
+        """
+        record = self.status.behavior(self.status_key)
+        listed = {
+            Path(c["file_path"]).name: c
+            for c in record.get("checkpoints", [])
+            if isinstance(c, dict) and isinstance(c.get("file_path"), str)
+        }
+        history: list[dict[str, Any]] = []
+        for step, path in step_checkpoint_files(self.directory, self.file_prefix):
+            entry = listed.get(path.name)
+            if entry is None:
+                onnx_path = path.with_suffix(".onnx")
+                entry = {
+                    "steps": step,
+                    "file_path": str(path),
+                    "reward": None,
+                    "creation_time": path.stat().st_mtime,
+                    "auxillary_file_paths": [str(onnx_path)] if onnx_path.is_file() else [],
+                }
+            else:
+                listed_aux = entry.get("auxillary_file_paths")
+                aux = [
+                    str(self.directory / Path(name).name)
+                    for name in (listed_aux if isinstance(listed_aux, list) else [])
+                    if isinstance(name, str)
+                ]
+                entry = {
+                    **entry,
+                    "steps": step,
+                    "file_path": str(path),
+                    "auxillary_file_paths": aux,
+                }
+            history.append(entry)
+        return history
+
+    def _delete_stale_temporaries(self) -> None:
+        """Delete temporary files of checkpoint writes that a killed run left behind (this
+        manager's own writes are complete when it is called)."""
+        for pattern in (f".{self.file_prefix}-*.tmp", f".{LATEST_NAME}.*.tmp"):
+            for candidate in self.directory.glob(pattern):
+                candidate.unlink(missing_ok=True)
+
+    def _delete_unlisted(self, history: list[dict[str, Any]]) -> None:
+        """Delete the ``<prefix>-<step>.pt/.onnx`` files ``history`` does not list."""
         kept = {Path(c["file_path"]).name for c in history}
         kept |= {Path(p).name for c in history for p in c.get("auxillary_file_paths", [])}
         for pattern in (f"{self.file_prefix}-*.pt", f"{self.file_prefix}-*.onnx"):

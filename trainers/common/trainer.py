@@ -40,7 +40,13 @@ from trainers.env_manager import BehaviorStep, PolicyDecision
 from trainers.settings import ConfigError, TrainerSettings
 from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
 
-__all__ = ["CHECKPOINT_FORMAT", "CheckpointMismatchError", "Trainer", "TrainerContext"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "CheckpointMismatchError",
+    "Trainer",
+    "TrainerContext",
+    "check_checkpoint_state",
+]
 
 logger = logging.getLogger("trainers")
 
@@ -49,6 +55,45 @@ CHECKPOINT_FORMAT = "unity-train-checkpoint/1"
 
 class CheckpointMismatchError(ConfigError):
     """A checkpoint does not fit the trainer (other algorithm, observations or actions)."""
+
+
+# The parts every checkpoint of CHECKPOINT_FORMAT has, and their types.
+_CHECKPOINT_PARTS: dict[str, type] = {
+    "trainer_type": str,
+    "step": int,
+    "update_count": int,
+    "modules": dict,
+    "optimizers": dict,
+}
+
+
+def check_checkpoint_state(state: dict[str, Any], source: object = "the checkpoint") -> None:
+    """Check that a checkpoint of this program's format is complete.
+
+    A state of another format is not checked: :meth:`Trainer.load_state_dict` refuses it as a
+    mismatch. Parts that are there but do not fit a trainer are mismatches too, not damage.
+
+    Args:
+        state: the loaded checkpoint.
+        source: named in the error (e.g. the file's path).
+
+    Raises:
+        ValueError: a part every checkpoint has is missing or of the wrong type (the file was
+            damaged or written by something else).
+    """
+    if state.get("format") != CHECKPOINT_FORMAT:
+        return
+    wrong = [key for key, kind in _CHECKPOINT_PARTS.items() if not isinstance(state.get(key), kind)]
+    for group in ("modules", "optimizers"):
+        parts = state.get(group)
+        if isinstance(parts, dict):
+            wrong += [
+                f"{group}.{name}" for name, part in parts.items() if not isinstance(part, dict)
+            ]
+    if not isinstance(state.get("extra", {}), dict):
+        wrong.append("extra")
+    if wrong:
+        raise ValueError(f"{source} is damaged: {', '.join(wrong)} missing or of the wrong type")
 
 
 @dataclass
@@ -287,11 +332,13 @@ class Trainer(ABC):
         Raises:
             CheckpointMismatchError: the checkpoint is from another algorithm, its networks
                 have other shapes, or (``restore_progress``) its optimizer state does not fit.
+            ValueError: the checkpoint is incomplete (see :func:`check_checkpoint_state`).
         """
         if state.get("format") != CHECKPOINT_FORMAT:
             raise CheckpointMismatchError(
                 f"not a unity-train checkpoint (format {state.get('format')!r})."
             )
+        check_checkpoint_state(state)
         if state.get("trainer_type") != self.trainer_type:
             raise CheckpointMismatchError(
                 f"the checkpoint was trained with {state.get('trainer_type')!r} but behavior "
