@@ -42,8 +42,11 @@ settings (at most ``max_lifetime_restarts`` times, and ``restarts_rate_limit_n``
 Observations are decoded in the workers and written, with rewards, flags and info columns, into
 shared memory (:mod:`unity_gym.vector.buffers`); actions travel the same way, so pipes only carry
 small control messages. (Ray actors, which may run on other machines, ship their rows through
-Ray's object store instead.) The subprocess backend starts workers with ``spawn``: as with any
-``multiprocessing`` program, scripts must create the env under ``if __name__ == "__main__":``.
+Ray's object store instead; an actor lost with its node is replaced on another node and its
+slots report a restart, see :mod:`unity_gym.vector.backends.ray_pool`.) The subprocess backend
+starts workers with ``spawn`` (``start_method=``), without running the main script again in them
+whenever their settings refer to nothing defined there, so a script may create the env at module
+level, without ``if __name__ == "__main__":``; see :mod:`unity_gym.vector.backends.main_script`.
 
 Worker timer trees are merged into this process's :mod:`unity_gym.timers` tree (under
 ``vector_workers``, marked parallel) every ``timer_interval_s`` seconds.
@@ -570,6 +573,11 @@ class UnityVectorEnv(VectorEnv):
     def game_pids(self) -> list[int | None]:
         """Process id of each game as of its latest reply (None when not known)."""
         return list(self._game_pids)
+
+    @property
+    def game_locations(self) -> list[str]:
+        """Where each game runs: ``"this machine"``, or ``"Ray node <id> (<ip>)"`` with Ray."""
+        return [self._backend.worker_location(i) for i in range(len(self._in_flight))]
 
     @property
     def restart_counts(self) -> list[int]:
