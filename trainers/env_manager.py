@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,6 +36,7 @@ __all__ = [
     "LockstepEnvManager",
     "PolicyDecision",
     "VectorEnvManager",
+    "apply_env_params",
 ]
 
 logger = logging.getLogger(__name__)
@@ -157,9 +159,29 @@ class EnvManager(Protocol):
         """:meth:`receive`, plus every other group whose step is already in (no more waiting)."""
         ...
 
+    def set_env_params(self, params: Mapping[str, Any]) -> bool:
+        """Send environment parameters to the running games (:func:`apply_env_params`);
+        False when the environment cannot take them."""
+        ...
+
     def close(self) -> None:
         """Close the environment(s)."""
         ...
+
+
+def apply_env_params(env: Any, params: Mapping[str, Any]) -> bool:
+    """Call ``env.unwrapped.set_env_params(params)`` (the public method of ``UnityVectorEnv``,
+    ``UnityParallelEnv`` and ``RayParallelEnv``).
+
+    Returns:
+        False, without doing anything, when the environment has no such method (a plain
+        Gymnasium env, or Unity games vectorized by Gymnasium's own vector envs).
+    """
+    setter = getattr(getattr(env, "unwrapped", env), "set_env_params", None)
+    if setter is None:
+        return False
+    setter(dict(params))
+    return True
 
 
 class LockstepEnvManager(ABC):
@@ -335,6 +357,10 @@ class VectorEnvManager(LockstepEnvManager):
         self._sent[group] = False
         step = self._outcome(ids, group, observations, rewards, terminated, truncated, infos)
         return {self.behavior_name: step}
+
+    def set_env_params(self, params: Mapping[str, Any]) -> bool:
+        """Send environment parameters to the vector env's games (see :func:`apply_env_params`)."""
+        return apply_env_params(self.env, params)
 
     def close(self) -> None:
         """Close the environment."""

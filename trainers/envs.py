@@ -131,7 +131,10 @@ class ParallelTrainingEnvironment:
 
 
 def make_training_env(
-    options: RunOptions, seed: int, log_folder: Path
+    options: RunOptions,
+    seed: int,
+    log_folder: Path,
+    env_params: dict[str, float | dict[str, Any]] | None = None,
 ) -> TrainingEnvironment | ParallelTrainingEnvironment:
     """Create the environment selected by ``options.env_settings``.
 
@@ -139,6 +142,9 @@ def make_training_env(
     :data:`EMBEDDED_DEFAULT_SCENE` scene (where ``mlagents-learn`` would wait for the Editor).
     A Unity game with several behaviors gives a :class:`ParallelTrainingEnvironment` (module
     documentation), everything else a :class:`TrainingEnvironment`.
+
+    ``env_params`` are the environment parameters the games start with (the current lessons of
+    a curriculum); None: ``options.env_params()``.
 
     Raises:
         EnvironmentSetupError: the environment could not be created.
@@ -159,7 +165,7 @@ def make_training_env(
             EMBEDDED_DEFAULT_SCENE,
         )
         env_settings.scene = EMBEDDED_DEFAULT_SCENE
-    return _make_unity_env(options, seed, log_folder)
+    return _make_unity_env(options, seed, log_folder, env_params)
 
 
 def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> TrainingEnvironment:
@@ -191,7 +197,10 @@ def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> Trai
 
 
 def _make_unity_env(
-    options: RunOptions, seed: int, log_folder: Path
+    options: RunOptions,
+    seed: int,
+    log_folder: Path,
+    env_params: dict[str, float | dict[str, Any]] | None = None,
 ) -> TrainingEnvironment | ParallelTrainingEnvironment:
     env_settings = options.env_settings
     engine = options.engine_settings
@@ -203,7 +212,7 @@ def _make_unity_env(
         "quality_level": engine.quality_level,
         "target_frame_rate": engine.target_frame_rate,
         "capture_frame_rate": engine.capture_frame_rate,
-        "env_params": options.env_params(),
+        "env_params": options.env_params() if env_params is None else env_params,
         "seed": seed,
         "timeout_wait": env_settings.timeout_wait,
         "num_areas": env_settings.num_areas,

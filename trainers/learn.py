@@ -38,6 +38,7 @@ from trainers.common.progress import ProgressBar
 from trainers.common.stats import StatsReporter
 from trainers.common.trainer import Trainer, TrainerContext, check_checkpoint_state
 from trainers.common.update_threads import update_thread_limit
+from trainers.curriculum import EnvironmentParameterManager
 from trainers.env_manager import BehaviorSlots, EnvManager, VectorEnvManager
 from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
 from trainers.parallel_env_manager import ParallelEnvManager
@@ -112,7 +113,20 @@ def _set_up(
     if options.checkpoint_settings.resume:
         status.load()
     status.save()
-    training_env = make_training_env(options, seed, run.run_logs)
+    curriculum = EnvironmentParameterManager(
+        options.environment_parameters,
+        seed,
+        status,
+        restore=options.checkpoint_settings.resume,
+    )
+    for name in curriculum.curriculum_parameters:
+        logger.info(
+            "Parameter '%s' starts in lesson %d ('%s').",
+            name,
+            curriculum.lesson_numbers()[name],
+            curriculum.lesson_name(name),
+        )
+    training_env = make_training_env(options, seed, run.run_logs, curriculum.current_env_params())
     try:
         if training_env.ray_cluster is not None:
             for index, location in enumerate(_record_game_locations(training_env)):
@@ -153,6 +167,7 @@ def _set_up(
         {name: behavior_dir_name(name) for name in trainers},
         seed,
         ProgressBar(max_steps, progress_stream),
+        curriculum,
     )
     return controller, training_env
 

@@ -75,6 +75,7 @@ from trainers.env_manager import (
     BehaviorStep,
     LockstepEnvManager,
     PolicyDecision,
+    apply_env_params,
 )
 from trainers.settings import ConfigError
 from unity_gym.timers import hierarchical_timer
@@ -456,6 +457,11 @@ class ParallelEnvManager(LockstepEnvManager):
                 episodes=self._track_episodes(trainee, result),
             )
         return steps
+
+    def set_env_params(self, params: Mapping[str, Any]) -> bool:
+        """Send environment parameters to every env's game (see
+        :func:`~trainers.env_manager.apply_env_params`); False if an env cannot take them."""
+        return all([apply_env_params(env, params) for env in self.envs])
 
     def close(self) -> None:
         """Close every env (all of them, even if closing one fails), then the env threads."""

@@ -6,7 +6,8 @@ The accepted layout is the one ``mlagents-learn`` reads::
     default_settings:     <trainer settings applied under every behavior (listed or not)>
     env_settings:         {env_path, env_args, base_port, num_envs, num_areas, seed, ...}
     engine_settings:      {width, height, quality_level, time_scale, ..., no_graphics}
-    environment_parameters: {<name>: <float> | {sampler_type, sampler_parameters}}
+    environment_parameters: {<name>: <float> | {sampler_type, sampler_parameters}
+                             | {curriculum: [{name, value, completion_criteria}, ...]}}
     checkpoint_settings:  {run_id, initialize_from, resume, force, inference, results_dir}
     torch_settings:       {device}
     debug:                <bool>
@@ -38,19 +39,27 @@ import yaml
 
 __all__ = [
     "CheckpointSettings",
+    "CompletionCriteria",
     "ConfigError",
+    "Curriculum",
     "EngineSettings",
+    "EnvironmentParameter",
     "EnvironmentSettings",
     "ExtrinsicRewardSettings",
+    "Lesson",
     "NetworkSettings",
     "PPOHyperparameters",
     "RunOptions",
     "SACHyperparameters",
+    "SamplerSettings",
     "ScheduleType",
     "TorchSettings",
     "TrainerSettings",
     "UnsupportedFeatureError",
+    "lesson_env_param",
+    "lesson_seeds",
     "load_config_file",
+    "parameter_lessons",
     "parse_run_options",
 ]
 
@@ -412,7 +421,111 @@ class SamplerSettings:
         return {"sampler_type": self.sampler_type, **self.parameters, "seed": seed}
 
 
-EnvironmentParameter = float | SamplerSettings
+LessonValue = float | SamplerSettings
+"""What a lesson sets its parameter to: a number or a sampler."""
+
+
+@dataclass
+class CompletionCriteria:
+    """When a lesson is complete (ML-Agents' ``completion_criteria``).
+
+    ``measure`` ``progress`` compares the trainer step of ``behavior`` over its ``max_steps``
+    with ``threshold`` (within [0, 1]); ``reward`` compares the mean cumulative reward of the
+    behavior's recent episodes (smoothed with ``signal_smoothing``). No lesson ends before
+    ``min_lesson_length`` episodes were completed during it. ``require_reset`` resets the
+    environment when the lesson ends.
+    """
+
+    behavior: str
+    measure: Literal["progress", "reward"] = "reward"
+    min_lesson_length: int = 0
+    signal_smoothing: bool = True
+    threshold: float = 0.0
+    require_reset: bool = False
+
+    def _validate(self, path: str) -> None:
+        _check_range(path, "min_lesson_length", self.min_lesson_length, 0, math.inf)
+        if self.measure == "progress":
+            _check_range(path, "threshold", self.threshold, 0.0, 1.0)
+
+
+@dataclass
+class Lesson:
+    """One lesson of a curriculum: the parameter's ``value`` until ``completion_criteria``
+    hold (``None`` only for the last lesson, which never ends)."""
+
+    name: str
+    value: LessonValue
+    completion_criteria: CompletionCriteria | None = None
+
+
+@dataclass
+class Curriculum:
+    """An environment parameter taught in lessons, in order (at least one)."""
+
+    lessons: list[Lesson]
+
+
+EnvironmentParameter = float | SamplerSettings | Curriculum
+"""One ``environment_parameters`` entry (a number or a sampler is a one-lesson curriculum)."""
+
+
+def parameter_lessons(value: EnvironmentParameter) -> list[Lesson]:
+    """The lessons of ``value`` (a plain number or sampler is one lesson without criteria)."""
+    if isinstance(value, Curriculum):
+        return value.lessons
+    return [Lesson(name="", value=value)]
+
+
+def lesson_seeds(parameters: Mapping[str, EnvironmentParameter], run_seed: int) -> list[list[int]]:
+    """The sampler seed of every lesson of every parameter (ML-Agents' rule).
+
+    A sampler with seed -1 gets ``run_seed + offset``, ``offset`` counting such samplers in
+    order over parameters and their lessons; explicit seeds stay. Numbers get -1.
+    """
+    seeds: list[list[int]] = []
+    offset = 0
+    for value in parameters.values():
+        row: list[int] = []
+        for lesson in parameter_lessons(value):
+            sampler = lesson.value
+            if not isinstance(sampler, SamplerSettings):
+                row.append(-1)
+            elif sampler.seed == -1:
+                row.append(run_seed + offset)
+                offset += 1
+            else:
+                row.append(sampler.seed)
+        seeds.append(row)
+    return seeds
+
+
+def lesson_env_param(value: LessonValue, seed: int) -> float | dict[str, Any]:
+    """A lesson's value in the form the environment layer takes (``env_params=``)."""
+    if isinstance(value, SamplerSettings):
+        return value.to_env_param(seed)
+    return float(value)
+
+
+def _lesson_value_dict(value: LessonValue) -> float | dict[str, Any]:
+    if isinstance(value, SamplerSettings):
+        return {
+            "sampler_type": value.sampler_type,
+            "sampler_parameters": {**value.parameters, "seed": value.seed},
+        }
+    return float(value)
+
+
+def _parameter_dict(value: EnvironmentParameter) -> Any:
+    if not isinstance(value, Curriculum):
+        return _lesson_value_dict(value)
+    lessons: list[dict[str, Any]] = []
+    for lesson in value.lessons:
+        entry: dict[str, Any] = {"name": lesson.name, "value": _lesson_value_dict(lesson.value)}
+        if lesson.completion_criteria is not None:
+            entry["completion_criteria"] = dataclasses.asdict(lesson.completion_criteria)
+        lessons.append(entry)
+    return {"curriculum": lessons}
 
 
 @dataclass
@@ -457,15 +570,19 @@ class RunOptions:
         self.behaviors[behavior_name] = settings
         return settings
 
-    def env_params(self) -> dict[str, float | dict[str, Any]]:
-        """``environment_parameters`` in the form the environment layer takes (``env_params=``)."""
-        out: dict[str, float | dict[str, Any]] = {}
-        for name, value in self.environment_parameters.items():
-            if isinstance(value, SamplerSettings):
-                out[name] = value.to_env_param(self.env_settings.seed)
-            else:
-                out[name] = float(value)
-        return out
+    def env_params(self, run_seed: int | None = None) -> dict[str, float | dict[str, Any]]:
+        """``environment_parameters`` in the form the environment layer takes (``env_params=``).
+
+        Curricula give their first lesson (:mod:`trainers.curriculum` follows later lessons).
+        Samplers without a seed get ``run_seed`` (default ``env_settings.seed``) plus their
+        offset among such samplers (:func:`lesson_seeds`).
+        """
+        seed = self.env_settings.seed if run_seed is None else run_seed
+        seeds = lesson_seeds(self.environment_parameters, seed)
+        return {
+            name: lesson_env_param(parameter_lessons(value)[0].value, row[0])
+            for (name, value), row in zip(self.environment_parameters.items(), seeds, strict=True)
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, YAML-serializable dict of the resolved configuration."""
@@ -474,15 +591,7 @@ class RunOptions:
         if self.default_settings is None:
             data.pop("default_settings")
         data["environment_parameters"] = {
-            name: (
-                {
-                    "sampler_type": value.sampler_type,
-                    "sampler_parameters": {**value.parameters, "seed": value.seed},
-                }
-                if isinstance(value, SamplerSettings)
-                else float(value)
-            )
-            for name, value in self.environment_parameters.items()
+            name: _parameter_dict(value) for name, value in self.environment_parameters.items()
         }
         return data
 
@@ -668,26 +777,90 @@ def _parse_environment_parameters(raw: Any) -> dict[str, EnvironmentParameter]:
     params: dict[str, EnvironmentParameter] = {}
     for name, value in raw.items():
         key_path = f"{path}.{name}"
-        if isinstance(value, bool) or not isinstance(value, (int, float, Mapping)):
-            raise ConfigError(
-                f"{key_path}: expected a number or a sampler "
-                f"{{sampler_type, sampler_parameters}}, got {value!r}."
-            )
-        if isinstance(value, (int, float)):
-            params[str(name)] = float(value)
-            continue
-        if "curriculum" in value:
-            raise _unsupported(f"{key_path}.curriculum", "curriculum learning")
-        params[str(name)] = _parse_sampler(value, key_path)
+        if isinstance(value, Mapping) and "curriculum" in value:
+            params[str(name)] = _parse_curriculum(value, key_path)
+        else:
+            params[str(name)] = _parse_lesson_value(value, key_path, allow_curriculum=True)
     return params
 
 
-def _parse_sampler(value: Mapping[str, Any], path: str) -> EnvironmentParameter:
+def _parse_lesson_value(value: Any, path: str, *, allow_curriculum: bool) -> LessonValue:
+    """A number or a sampler mapping (a ``constant`` sampler becomes its number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Mapping)):
+        also = " or a {curriculum: [...]}" if allow_curriculum else ""
+        raise ConfigError(
+            f"{path}: expected a number or a sampler {{sampler_type, sampler_parameters}}"
+            f"{also}, got {value!r}."
+        )
+    if isinstance(value, (int, float)):
+        return float(_as_number(value, path, "a number"))
+    return _parse_sampler(value, path, allow_curriculum=allow_curriculum)
+
+
+def _parse_curriculum(value: Mapping[str, Any], path: str) -> Curriculum:
+    for key in value:
+        if key != "curriculum":
+            raise ConfigError(_unknown_key_message(path, str(key), ("curriculum",)))
+    raw_lessons = value["curriculum"]
+    path = f"{path}.curriculum"
+    if not isinstance(raw_lessons, list) or not raw_lessons:
+        raise ConfigError(
+            f"{path}: expected a non-empty list of lessons {{name, value, completion_criteria}}, "
+            f"got {raw_lessons!r}."
+        )
+    lessons = [_parse_lesson(raw, f"{path}[{i}]") for i, raw in enumerate(raw_lessons)]
+    for index, lesson in enumerate(lessons[:-1]):
+        if lesson.completion_criteria is None:
+            raise ConfigError(
+                f"{path}[{index}]: lesson {lesson.name!r} has no completion_criteria; every "
+                "lesson but the last needs one (say when it ends)."
+            )
+    last = lessons[-1]
+    if last.completion_criteria is not None:
+        logger.warning(
+            "%s[%d]: the completion_criteria of the last lesson %r are ignored (the last "
+            "lesson never ends).",
+            path,
+            len(lessons) - 1,
+            last.name,
+        )
+    return Curriculum(lessons)
+
+
+_LESSON_KEYS = ("name", "value", "completion_criteria")
+
+
+def _parse_lesson(raw: Any, path: str) -> Lesson:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a lesson {{name, value, completion_criteria}}.")
+    for key in raw:
+        if key not in _LESSON_KEYS:
+            raise ConfigError(_unknown_key_message(path, str(key), _LESSON_KEYS))
+    for key in ("name", "value"):
+        if raw.get(key) is None:
+            raise ConfigError(f"{path}.{key}: missing; every lesson needs a name and a value.")
+    name = _convert(str, raw["name"], f"{path}.name")
+    value = _parse_lesson_value(raw["value"], f"{path}.value", allow_curriculum=False)
+    criteria_raw = raw.get("completion_criteria")
+    criteria = None
+    if criteria_raw is not None:
+        criteria_path = f"{path}.completion_criteria"
+        if not isinstance(criteria_raw, Mapping) or criteria_raw.get("behavior") is None:
+            raise ConfigError(
+                f"{criteria_path}.behavior: missing; name the behavior whose progress or "
+                "reward ends the lesson."
+            )
+        criteria = _structure(CompletionCriteria, criteria_raw, criteria_path)
+    return Lesson(name=name, value=value, completion_criteria=criteria)
+
+
+def _parse_sampler(
+    value: Mapping[str, Any], path: str, *, allow_curriculum: bool = False
+) -> LessonValue:
+    valid = ("sampler_type", "sampler_parameters", *(("curriculum",) if allow_curriculum else ()))
     for key in value:
         if key not in ("sampler_type", "sampler_parameters"):
-            raise ConfigError(
-                _unknown_key_message(path, key, ("sampler_type", "sampler_parameters"))
-            )
+            raise ConfigError(_unknown_key_message(path, key, valid))
     sampler_type = value.get("sampler_type")
     if sampler_type not in _SAMPLER_PARAMETERS:
         raise ConfigError(

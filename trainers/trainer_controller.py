@@ -13,6 +13,13 @@ every step after the update is taken by the updated policy. An update taken whil
 stepping may use more torch threads (:mod:`trainers.common.update_threads`). The loop ends when
 every trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and
 ONNX models are then written.
+
+With curriculum lessons (:mod:`trainers.curriculum`), every iteration feeds the trainers' steps
+and recent episode rewards to the parameter manager; when a lesson changes, its values are sent
+to the running games before the next actions (through the env's public ``set_env_params``), the
+reward buffers are cleared and every trainer writes ``Environment/Lesson Number/<parameter>``
+at its summaries. A lesson with ``require_reset`` does not reset the games in the middle of the
+run: the new values apply as each agent starts its next episode.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pathlib import Path
 from trainers.common.checkpoints import atomic_copy
 from trainers.common.progress import ProgressBar
 from trainers.common.trainer import Trainer
+from trainers.curriculum import LESSON_NUMBER_STAT, EnvironmentParameterManager
 from trainers.env_manager import BehaviorStep, EnvManager, PolicyDecision
 from unity_gym.exceptions import UnityException
 from unity_gym.timers import hierarchical_timer, merge_timer_tree
@@ -42,6 +50,7 @@ class TrainerController:
         artifact_names: file-safe name per behavior (for the final model's file name).
         seed: passed to the environment's first reset (``None``: unseeded).
         progress: optional progress bar (updated with the slowest trainer's step).
+        curriculum: the environment parameters' lessons (None: no curriculum).
     """
 
     def __init__(
@@ -52,6 +61,7 @@ class TrainerController:
         artifact_names: dict[str, str],
         seed: int | None,
         progress: ProgressBar | None = None,
+        curriculum: EnvironmentParameterManager | None = None,
     ) -> None:
         missing = set(env_manager.behavior_names) - set(trainers)
         if missing:
@@ -63,6 +73,11 @@ class TrainerController:
         self.seed = seed
         self.progress = progress
         self.stop_requested = False
+        has_lessons = curriculum is not None and curriculum.has_curriculum
+        self.curriculum = curriculum if has_lessons else None
+        self._params_refused = False
+        if self.curriculum is not None:
+            self._prepare_curriculum(self.curriculum)
 
     def request_stop(self) -> None:
         """Finish the current iteration, then save and stop (safe to call from a signal handler)."""
@@ -105,9 +120,57 @@ class TrainerController:
                         trainer.advance(environment_idle=self._environment_idle)
                     trainer.maybe_write_summary()
                     trainer.maybe_checkpoint()
+                if self.curriculum is not None:
+                    self._advance_curriculum(self.curriculum)
                 self._decide_and_send(received)
             if progress is not None:
                 progress.update(min(t.step for t in trainers.values()))
+
+    def _prepare_curriculum(self, curriculum: EnvironmentParameterManager) -> None:
+        unknown = sorted(curriculum.behaviors() - set(self.trainers))
+        if unknown:
+            logger.warning(
+                "Completion criteria name behavior(s) %s that this environment does not have "
+                "(it has %s); those lessons never end.",
+                unknown,
+                sorted(self.trainers),
+            )
+        for name, trainer in self.trainers.items():
+            trainer.context.stats.keep_recent_rewards(curriculum.reward_buffer_size(name))
+        self._write_lesson_gauges(curriculum)
+
+    def _write_lesson_gauges(self, curriculum: EnvironmentParameterManager) -> None:
+        lessons = curriculum.lesson_numbers()
+        for trainer in self.trainers.values():
+            for name in curriculum.curriculum_parameters:
+                trainer.context.stats.set_gauge(LESSON_NUMBER_STAT + name, lessons[name])
+
+    def _advance_curriculum(self, curriculum: EnvironmentParameterManager) -> None:
+        """Move lessons on; send new values to the games (see the module documentation)."""
+        trainers = self.trainers
+        changed, must_reset = curriculum.update(
+            {name: trainer.step for name, trainer in trainers.items()},
+            {name: trainer.settings.max_steps for name, trainer in trainers.items()},
+            {name: trainer.context.stats.recent_rewards() for name, trainer in trainers.items()},
+        )
+        if not changed:
+            return
+        for trainer in trainers.values():
+            trainer.context.stats.clear_recent_rewards()
+        self._write_lesson_gauges(curriculum)
+        if must_reset:
+            logger.info(
+                "The completed lesson asked for require_reset; unity-train does not reset the "
+                "games mid-run: the new values apply as each agent starts its next episode."
+            )
+        applied = self.env_manager.set_env_params(curriculum.current_env_params())
+        if not applied and not self._params_refused:
+            self._params_refused = True
+            logger.warning(
+                "The environment has no set_env_params method, so new lesson values cannot "
+                "reach it (only Unity games take environment parameters); lessons still "
+                "advance and are recorded."
+            )
 
     def _environment_idle(self) -> bool:
         """No game is stepping and no trainer thread is updating (an update has the CPU)."""

@@ -49,6 +49,7 @@ __all__ = [
     "ENTRY_POINT",
     "VECTOR_ENTRY_POINT",
     "GameSettings",
+    "apply_env_param",
     "builtin_executable",
     "builtin_scene_names",
     "register_envs",
@@ -379,7 +380,7 @@ class GameSettings:
             channels.append(parameters)
         engine.set_configuration_parameters(**{f: getattr(self, f) for f in _ENGINE_FIELDS})
         for key, value in (self.env_params or {}).items():
-            _apply_env_param(parameters, key, value, self.seed)
+            apply_env_param(parameters, key, value, self.seed)
         return UnityEnvironment(
             file_name=str(self.executable()),
             worker_id=self.worker_id,
@@ -451,7 +452,7 @@ def _check_env_param(key: str, value: Any) -> None:
         )
 
 
-def _apply_env_param(channel: Any, key: str, value: Any, default_seed: int) -> None:
+def apply_env_param(channel: Any, key: str, value: Any, default_seed: int) -> None:
     """Queue one environment parameter on an ``EnvironmentParametersChannel``."""
     if not isinstance(value, Mapping):
         channel.set_float_parameter(key, float(value))

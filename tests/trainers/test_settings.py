@@ -63,7 +63,6 @@ def test_unknown_keys_everywhere(data: dict[str, Any], location: str) -> None:
         ({"behaviors": {"B": {"self_play": {"window": 10}}}}, "self-play"),
         ({"behaviors": {"B": {"network_settings": {"memory": {"memory_size": 64}}}}}, "memory"),
         ({"behaviors": {"B": {"network_settings": {"vis_encode_type": "resnet"}}}}, "resnet"),
-        ({"environment_parameters": {"x": {"curriculum": []}}}, "curriculum"),
     ],
 )
 def test_unsupported_features_say_so(data: dict[str, Any], feature: str) -> None:

@@ -263,6 +263,22 @@ class TrainingStatus:
                 record.pop(key, None)
             _write_json(self.path, self._data)
 
+    def parameter_state(self, name: str, key: str) -> Any:
+        """``key`` of environment parameter ``name``'s record (ML-Agents keeps lesson numbers
+        as top-level ``{"<parameter>": {"lesson_num": N}}``); None if absent."""
+        with self._lock:
+            record = self._data.get(name)
+            return record.get(key) if isinstance(record, dict) else None
+
+    def set_parameter_state(self, name: str, key: str, value: Any) -> None:
+        """Set ``key`` of environment parameter ``name``'s record, and save."""
+        with self._lock:
+            record = self._data.get(name)
+            if not isinstance(record, dict):
+                record = self._data[name] = {}
+            record[key] = value
+            _write_json(self.path, self._data)
+
     def save(self) -> None:
         """Write the file now."""
         with self._lock:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +42,30 @@ class StatsReporter:
         self._writer = SummaryWriter(log_dir=str(log_dir))
         self._values: dict[str, list[float]] = defaultdict(list)
         self._lock = threading.Lock()
+        self._gauges: dict[str, float] = {}
+        self._recent_rewards: deque[float] | None = None
         self.last_mean_reward: float | None = None
+
+    def set_gauge(self, key: str, value: float) -> None:
+        """Write ``key`` = ``value`` at every summary from now on (until set again)."""
+        with self._lock:
+            self._gauges[key] = float(value)
+
+    def keep_recent_rewards(self, capacity: int) -> None:
+        """Keep the cumulative rewards of the last ``capacity`` finished episodes (curricula)."""
+        with self._lock:
+            self._recent_rewards = deque(self._recent_rewards or (), maxlen=max(1, capacity))
+
+    def recent_rewards(self) -> list[float]:
+        """The kept episode rewards, oldest first (empty unless :meth:`keep_recent_rewards`)."""
+        with self._lock:
+            return list(self._recent_rewards or ())
+
+    def clear_recent_rewards(self) -> None:
+        """Forget the kept episode rewards."""
+        with self._lock:
+            if self._recent_rewards is not None:
+                self._recent_rewards.clear()
 
     def add(self, key: str, value: float) -> None:
         """Record one value of ``key`` (averaged at the next summary)."""
@@ -60,6 +83,8 @@ class StatsReporter:
         with self._lock:
             self._values[CUMULATIVE_REWARD].append(float(reward))
             self._values[EPISODE_LENGTH].append(float(length))
+            if self._recent_rewards is not None:
+                self._recent_rewards.append(float(reward))
 
     def add_text(self, tag: str, text: str) -> None:
         """Write a text entry (e.g. the hyperparameters) to TensorBoard."""
@@ -70,10 +95,13 @@ class StatsReporter:
         with self._lock:
             values = dict(self._values)
             self._values.clear()
+            gauges = dict(self._gauges)
         rewards = values.get(CUMULATIVE_REWARD, [])
         for key, items in values.items():
             if items:
                 self._writer.add_scalar(key, float(np.mean(items)), step)
+        for key, value in gauges.items():
+            self._writer.add_scalar(key, value, step)
         self._writer.add_scalar("Is Training", 1.0 if training else 0.0, step)
         self._writer.flush()
         elapsed = time.monotonic() - self.start_time

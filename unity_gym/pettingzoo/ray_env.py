@@ -148,6 +148,10 @@ class _GameActor:
         result = env.step(actions)
         return _Reply(result, list(env.agents), env.restart_count, env.render())
 
+    def set_env_params(self, params: dict[str, Any]) -> None:
+        """Forward :meth:`UnityParallelEnv.set_env_params`."""
+        self._game().set_env_params(params)
+
     def game_pid(self) -> int | None:
         """The game process's id (None when the env is closed or the game is the Editor)."""
         if self._env is None:
@@ -340,6 +344,22 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
         raise NotImplementedError(
             "Unity games expose no global state; build one from the agents' observations."
         )
+
+    def set_env_params(self, params: Mapping[str, Any]) -> None:
+        """Change environment parameters of the running game, as
+        :meth:`UnityParallelEnv.set_env_params` does; a game restarted in a new actor (a lost
+        node) starts with them too.
+
+        Raises:
+            ValueError: on an invalid name or value (the env is unchanged).
+        """
+        merged = {**(self._kwargs.get("env_params") or {}), **dict(params)}
+        GameSettings(env_params=merged)  # validates every value
+        actor = self._live_actor()
+        self._kwargs["env_params"] = merged
+        # A lost actor is replaced at the next reset or step; its game starts with ``merged``.
+        with contextlib.suppress(self._ray.exceptions.RayActorError):
+            self._get(actor.set_env_params.remote(dict(params)))
 
     @property
     def restart_count(self) -> int:

@@ -15,6 +15,7 @@ import logging
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode
@@ -27,7 +28,8 @@ from unity_gym.exceptions import (
     UnityException,
     UnityMultipleBehaviorsException,
 )
-from unity_gym.registration import GameSettings
+from unity_gym.registration import GameSettings, apply_env_param
+from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
 from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
 from unity_gym.vector.autoreset import AgentSlots, Routing, SlotResults
@@ -137,6 +139,8 @@ class GameWorker:
         self.config = config
         self._env: UnityEnvironment | None = None
         self._seed = config.settings.seed
+        self._env_params: dict[str, Any] = dict(config.settings.env_params or {})
+        self._params_channel: EnvironmentParametersChannel | None = None
         self._pristine = False
         self._tracker = RestartTracker(config.restart_policy)
         self._behavior: str | None = None
@@ -163,6 +167,7 @@ class GameWorker:
         self._events = []
         self._restart_reason = None
         try:
+            self._take_env_params(request.env_params)
             if request.kind is RequestKind.START:
                 reply.description = self._start()
             elif request.kind is RequestKind.ATTACH:
@@ -215,6 +220,7 @@ class GameWorker:
         reply = WorkerReply(worker=self.config.index, seq=request.seq, kind=request.kind)
         self._events = [(logging.WARNING, f"{lost.reason}; its slots report truncated=True.")]
         try:
+            self._take_env_params(request.env_params)
             with hierarchical_timer("worker_take_over"):
                 self._launch_and_allocate()
                 if lost.attach is not None:
@@ -235,6 +241,23 @@ class GameWorker:
         process = self._env.process if self._env is not None else None
         reply.game_pid = None if process is None else process.pid
         return reply
+
+    def _take_env_params(self, overrides: dict[str, Any] | None) -> None:
+        """Adopt ``overrides``; queue the changed ones on the running game's parameters channel
+        (they reach it with the next exchange). A later launch uses all of them."""
+        if not overrides:
+            return
+        changed = {
+            key: value
+            for key, value in overrides.items()
+            if key not in self._env_params or self._env_params[key] != value
+        }
+        if not changed:
+            return
+        self._env_params.update(changed)
+        if self._env is not None and self._params_channel is not None:
+            for key, value in changed.items():
+                apply_env_param(self._params_channel, key, value, self._seed)
 
     def _continue_lost_step(self, previous: dict[str, np.ndarray]) -> None:
         """Finish a lost worker's step as a restart of its game (the new game just launched)."""
@@ -330,10 +353,11 @@ class GameWorker:
             _GameFailedError: if the game cannot be started or fails during its first reset.
             UnityEnvironmentException: if its behaviors do not fit the configuration.
         """
-        settings = self.config.settings.replace(seed=seed)
+        settings = self.config.settings.replace(seed=seed, env_params=dict(self._env_params))
         self._seed = seed
+        self._params_channel = EnvironmentParametersChannel()
         try:
-            self._env = settings.launch()
+            self._env = settings.launch(side_channels=[self._params_channel])
         except UnityException as error:
             raise _GameFailedError(error) from error
         self._exchange(reset=True)

@@ -49,6 +49,10 @@ class WorkerRequest:
         shared_name: ATTACH: shared-memory block to write into; None keeps private rows that
             every reply ships back.
         row_offset: ATTACH: first row of the worker's slots in the buffers.
+        env_params: STEP/RESET: environment parameters that override the launch ones (every
+            override so far, as given to ``UnityVectorEnv.set_env_params``); the worker sends
+            the changed ones to its game before the request's first exchange and launches any
+            restarted game with them. None: no override.
     """
 
     kind: RequestKind
@@ -59,6 +63,7 @@ class WorkerRequest:
     layout: BufferLayout | None = None
     shared_name: str | None = None
     row_offset: int = 0
+    env_params: dict[str, Any] | None = None
 
 
 @dataclass

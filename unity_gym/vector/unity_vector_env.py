@@ -58,7 +58,7 @@ import itertools
 import logging
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -223,6 +223,7 @@ class UnityVectorEnv(VectorEnv):
         self.metadata = {"autoreset_mode": mode, "render_modes": []}
         self.render_mode = None
         self._shutdown_timeout = float(shutdown_timeout)
+        self._env_params: dict[str, Any] = {}
         self._seq = itertools.count(1)
         self._in_flight: list[int | None] = []
         self._ready: dict[int, WorkerReply] = {}
@@ -584,6 +585,29 @@ class UnityVectorEnv(VectorEnv):
         """How many times each game process was restarted after a failure."""
         return list(self._restarts)
 
+    def set_env_params(self, params: Mapping[str, Any]) -> None:
+        """Change environment parameters of the running games (curriculum lessons).
+
+        Each value is a float or a sampler dict, as for ``env_params=`` of
+        :class:`unity_gym.registration.GameSettings`. Every game gets them through its
+        ``EnvironmentParametersChannel`` before its next step or reset (a step already in
+        flight finishes first); Unity games usually read them when an episode begins. Games
+        restarted or relaunched later (a failure, ``reset(seed=...)``) start with them too.
+        Parameters not named keep their current value.
+
+        Raises:
+            ValueError: on an invalid name or value (the env is unchanged).
+        """
+        self._require_open()
+        merged = {**self._env_params, **dict(params)}
+        GameSettings(env_params=merged)  # validates every value
+        self._env_params = merged
+
+    @property
+    def env_params_overrides(self) -> dict[str, Any]:
+        """The environment parameters set with :meth:`set_env_params` so far."""
+        return dict(self._env_params)
+
     def close_extras(self, **kwargs: Any) -> None:
         """Close every game (workers get ``shutdown_timeout`` seconds) and free shared memory."""
         if not self._finalizer.alive:
@@ -625,6 +649,8 @@ class UnityVectorEnv(VectorEnv):
 
     def _submit(self, worker: int, request: WorkerRequest) -> None:
         request.seq = next(self._seq)
+        if self._env_params and request.kind in (RequestKind.STEP, RequestKind.RESET):
+            request.env_params = self._env_params
         self._in_flight[worker] = request.seq
         self._ready.pop(worker, None)
         self._backend.submit(worker, request)
