@@ -136,6 +136,11 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("block_scale", 6.0),),  # big enough to touch the goal early
         late_float_parameters=(("block_drag", 1.0),),
     ),
+    "Pyramids": Scenario("Pyramids", options={"max_step": "60"}),  # episodes end in the run
+    "Hallway": Scenario("Hallway", options={"max_step": "60"}),  # episodes end in the run
+    "PushBlockCollab": Scenario(  # group episodes end (interrupted) within the run
+        "PushBlockCollab", options={"max_environment_steps": "40"}, exercises=frozenset({"groups"})
+    ),
     "SoccerTwos": Scenario(
         "SoccerTwos",
         options={"kickoff": "shot_blue"},  # a goal within the run: group rewards and ends

@@ -75,7 +75,8 @@ from pettingzoo import ParallelEnv
 from unity_gym.base_env import DecisionSteps, TerminalSteps
 from unity_gym.exceptions import UnityActionException, UnityEnvironmentException, UnityException
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
-from unity_gym.registration import GameSettings
+from unity_gym.registration import GameSettings, apply_env_param
+from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 from unity_gym.vector.faults import (
     RestartLimitError,
@@ -220,6 +221,13 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self.render_mode = render_mode
         self._flatten_obs = flatten_obs
         self._visual_obs: VisualLayout = visual_obs
+        params_channel = next(
+            (c for c in side_channels if isinstance(c, EnvironmentParametersChannel)), None
+        )
+        if params_channel is None:
+            params_channel = EnvironmentParametersChannel()
+            side_channels = (*side_channels, params_channel)
+        self._params_channel = params_channel
         self._side_channels = tuple(side_channels)
         self._unity: UnityEnvironment | None = None
         self._game_specs: dict[str, BehaviorSpec] | None = None  # read at the first launch
@@ -350,6 +358,26 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self.agents = []
         self._live = {}
         self._close_game()
+
+    def set_env_params(self, params: Mapping[str, Any]) -> None:
+        """Change environment parameters of the running game (curriculum lessons).
+
+        Each value is a float or a sampler dict, as for ``env_params=`` of
+        :class:`unity_gym.registration.GameSettings`. They reach the game through its
+        ``EnvironmentParametersChannel`` with the next ``step`` or ``reset`` (Unity games
+        usually read them when an episode begins); a game restarted or relaunched later
+        (a failure, ``reset(seed=...)``) starts with them. Parameters not named keep their
+        current value.
+
+        Raises:
+            ValueError: on an invalid name or value (the env is unchanged).
+        """
+        merged = {**(self._settings.env_params or {}), **dict(params)}
+        settings = self._settings.replace(env_params=merged)  # validates every value
+        self._settings = settings
+        if self._unity is not None:
+            for key, value in params.items():
+                apply_env_param(self._params_channel, key, value, settings.seed)
 
     @property
     def restart_count(self) -> int:
@@ -588,6 +616,16 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         observations: dict[str, Any] = {}
         infos: dict[str, dict[str, Any]] = {}
         for behavior, steps in starts.items():
+            if behavior not in self._prefixes:
+                raise UnityEnvironmentException(
+                    f"The game started an episode with agents of behavior {behavior!r}, which "
+                    f"had none when the env started (its behaviors then: "
+                    f"{sorted(self._prefixes)}). PettingZoo agents are fixed by the first "
+                    "episode, so a game whose agents move between behaviors (Unity's SetModel) "
+                    "cannot be driven as a PettingZoo env; configure it so that every behavior "
+                    "has its agents from the start (the built-in WallJump: scene option "
+                    "walls=small or walls=big)."
+                )
             order = np.argsort(steps.agent_id, kind="stable")
             for n, row in enumerate(order.tolist()):
                 name = f"{self._prefixes[behavior]}_{n}"

@@ -37,7 +37,14 @@ from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import Scene
 from .registry import register_scene
 
-__all__ = ["PushBlockScene"]
+__all__ = [
+    "MOVE_ACTIONS",
+    "PushBlockScene",
+    "disc_box_contact",
+    "push_actions",
+    "steer_to_push",
+    "unit_vectors",
+]
 
 MAX_STEP = 5000
 ARENA_HALF = 12.0
@@ -71,7 +78,7 @@ _WALLS = np.array(
 _GOAL_CENTRE = np.array([[0.0, (GOAL_LINE + ARENA_HALF) / 2.0]])
 _GOAL_HALF = np.array([[ARENA_HALF, GOAL_DEPTH / 2.0]])
 #: (forward, sideways to the left, turn) per action, turn positive = counter-clockwise.
-_ACTIONS = np.array(
+MOVE_ACTIONS = np.array(
     [
         [0.0, 0.0, 0.0],
         [1.0, 0.0, 0.0],
@@ -84,7 +91,8 @@ _ACTIONS = np.array(
 )
 
 
-def _unit(angles: np.ndarray) -> np.ndarray:
+def unit_vectors(angles: np.ndarray) -> np.ndarray:
+    """Unit vectors ``(..., 2)`` pointing along ``angles`` (radians, counter-clockwise from +x)."""
     return np.stack([np.cos(angles), np.sin(angles)], axis=-1)
 
 
@@ -183,13 +191,9 @@ class PushBlockScene(Scene):
         discrete: np.ndarray,
     ) -> None:
         """Turn and push the agent; every executed action costs 1/5000."""
-        action = _ACTIONS[np.clip(discrete[:, 0], 0, len(_ACTIONS) - 1)]
-        heading = self.heading[slots] + np.radians(TURN_DEGREES_PER_STEP) * action[:, 2]
+        heading, push = push_actions(self.heading[slots], discrete[:, 0])
         self.heading[slots] = heading
-        forward = _unit(heading)
-        left = np.stack([-forward[:, 1], forward[:, 0]], axis=1)
-        push = forward * action[:, 0:1] + left * action[:, 1:2]
-        self.agent_velocity[slots] += push * (RUN_SPEED * (1.0 - AGENT_DAMPING))
+        self.agent_velocity[slots] += push
         batch.add_reward(slots, -1.0 / MAX_STEP)
 
     def after_academy_step(self) -> None:
@@ -207,7 +211,7 @@ class PushBlockScene(Scene):
         block = self.block_position + velocity * dt
         # Agent against block: the block gives way along the contact normal and takes the
         # agent's speed along it.
-        normal, depth = _disc_box_contact(agent, block, half)
+        normal, depth = disc_box_contact(agent, block, half)
         block -= normal * depth[:, None]
         pushing = -np.einsum("ij,ij->i", agent_velocity, normal)
         gliding = -np.einsum("ij,ij->i", velocity, normal)
@@ -218,7 +222,7 @@ class PushBlockScene(Scene):
         stopped = np.abs(block) > bound
         block = np.clip(block, -bound, bound)
         velocity[stopped] = 0.0
-        normal, depth = _disc_box_contact(agent, block, half)
+        normal, depth = disc_box_contact(agent, block, half)
         self.agent_position = np.clip(agent + normal * depth[:, None], -limit, limit)
         self.agent_velocity = agent_velocity * AGENT_DAMPING
         self.block_position = block
@@ -236,39 +240,81 @@ class PushBlockScene(Scene):
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Walk round to the side of the block away from the goal, then push it to the goal."""
-        agent = self.agent_position[slots]
-        block = self.block_position[slots]
-        half = self.block_half[slots]
-        offset = agent - block
-        behind = offset[:, 1] < -(half + 0.2)
-        aligned = np.abs(offset[:, 0]) < 0.6 * half
-        side = np.where(offset[:, 0] >= 0.0, 1.0, -1.0)
-        side = np.where(np.abs(block[:, 0] + side * (half + 1.5)) > ARENA_HALF - 1.0, -side, side)
-        side_x = block[:, 0] + side * (half + 1.5)
-        waypoint = np.where(
-            (behind & aligned)[:, None],
-            block + np.stack([np.zeros_like(half), half], axis=1),
-            np.where(
-                behind[:, None],
-                np.stack([block[:, 0], block[:, 1] - half - 1.2], axis=1),
-                np.where(
-                    (np.abs(offset[:, 0]) < half + 1.2)[:, None],
-                    np.stack([side_x, agent[:, 1]], axis=1),
-                    np.stack([side_x, block[:, 1] - half - 1.5], axis=1),
-                ),
-            ),
+        action = steer_to_push(
+            self.agent_position[slots],
+            self.heading[slots],
+            self.block_position[slots],
+            self.block_half[slots],
         )
-        wanted = waypoint - agent
-        angle = np.arctan2(wanted[:, 1], wanted[:, 0]) - self.heading[slots]
-        angle = (angle + np.pi) % (2.0 * np.pi) - np.pi
-        action = np.where(np.abs(angle) < np.radians(15.0), 1, np.where(angle > 0.0, 4, 3))
-        return np.zeros((slots.size, 0), np.float32), action[:, None].astype(np.int32)
+        return np.zeros((slots.size, 0), np.float32), action[:, None]
 
 
-def _disc_box_contact(
+def push_actions(heading: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Apply the 7 movement actions (index ``action``, ``(k,)``) to agents facing ``heading``.
+
+    Returns:
+        The new headings ``(k,)`` and the velocity change ``(k, 2)`` of one step's push.
+    """
+    move = MOVE_ACTIONS[np.clip(action, 0, len(MOVE_ACTIONS) - 1)]
+    heading = heading + np.radians(TURN_DEGREES_PER_STEP) * move[:, 2]
+    forward = unit_vectors(heading)
+    left = np.stack([-forward[:, 1], forward[:, 0]], axis=1)
+    push = forward * move[:, 0:1] + left * move[:, 1:2]
+    return heading, push * (RUN_SPEED * (1.0 - AGENT_DAMPING))
+
+
+def steer_to_push(
+    agent: np.ndarray, heading: np.ndarray, block: np.ndarray, half: np.ndarray
+) -> np.ndarray:
+    """Scripted pushing towards the goal strip (``+y``): walk round to the side of the block
+    away from the goal, then drive through its centre.
+
+    Args:
+        agent: agent positions ``(k, 2)``; heading: their headings ``(k,)``.
+        block: positions ``(k, 2)`` of the block each agent works on; half: half sides ``(k,)``.
+
+    Returns:
+        ``int32`` action indices ``(k,)`` (1 forward, 3/4 turn).
+    """
+    offset = agent - block
+    behind = offset[:, 1] < -(half + 0.2)
+    aligned = np.abs(offset[:, 0]) < 0.6 * half
+    side = np.where(offset[:, 0] >= 0.0, 1.0, -1.0)
+    side = np.where(np.abs(block[:, 0] + side * (half + 1.5)) > ARENA_HALF - 1.0, -side, side)
+    side_x = block[:, 0] + side * (half + 1.5)
+    waypoint = np.where(
+        (behind & aligned)[:, None],
+        block + np.stack([np.zeros_like(half), half], axis=1),
+        np.where(
+            behind[:, None],
+            np.stack([block[:, 0], block[:, 1] - half - 1.2], axis=1),
+            np.where(
+                (np.abs(offset[:, 0]) < half + 1.2)[:, None],
+                np.stack([side_x, agent[:, 1]], axis=1),
+                np.stack([side_x, block[:, 1] - half - 1.5], axis=1),
+            ),
+        ),
+    )
+    wanted = waypoint - agent
+    angle = np.arctan2(wanted[:, 1], wanted[:, 0]) - heading
+    angle = (angle + np.pi) % (2.0 * np.pi) - np.pi
+    action = np.where(np.abs(angle) < np.radians(15.0), 1, np.where(angle > 0.0, 4, 3))
+    return action.astype(np.int32)
+
+
+def disc_box_contact(
     centres: np.ndarray, boxes: np.ndarray, half: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Unit normals (box towards disc) and penetration depths of agent discs against blocks."""
+    """Unit normals (box towards disc) and penetration depths of agent discs against blocks.
+
+    Args:
+        centres: disc centres ``(k, 2)`` (radius ``AGENT_RADIUS``).
+        boxes: axis-aligned box centres ``(k, 2)``; half: their half sides ``(k, 1)`` or ``(k, 2)``.
+
+    Returns:
+        Normals ``(k, 2)`` and depths ``(k,)`` (0 where there is no contact); a centre inside a
+        box leaves along the axis of least penetration.
+    """
     closest = np.clip(centres, boxes - half, boxes + half)
     gap = centres - closest
     distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))

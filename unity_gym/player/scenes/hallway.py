@@ -1,0 +1,259 @@
+"""Hallway: remember a symbol, then pick the matching goal (ML-Agents' ``Hallway`` scene), in 2-D.
+
+Behavior ``Hallway?team=0``, 16 areas with one agent each. Two sensors stacked over 3 reports (wire
+order): ``StackingSensor_size3_RayPerceptionSensor`` (105,) and
+``StackingSensor_size3_VectorSensor_size1`` (3,). A ray report is 5 rays (forward, then +-35 and
++-70 degrees) x (5 tags ``symbol_O_Goal``, ``symbol_X_Goal``, ``symbol_O``, ``symbol_X``, ``wall``
++ no-hit flag + hit fraction), 12 long with a cast radius of 0.5, in Unity's layout
+(:mod:`unity_gym.player.raycast`); the vector is the agent's step count over the max step. One
+discrete branch of 5: 0 nothing, 1 forward, 2 backward, 3 turn right, 4 turn left. Decision period
+6 with actions between decisions, max step 3000 (scene option ``max_step``). Every executed action
+adds -1/max step; touching the goal of the episode's symbol sets the reward to +1, touching the
+other goal sets it to -0.1; both end the episode. Each episode also adds ``Goal/Correct`` or
+``Goal/Wrong`` (sum) to the stats channel, and 0 to both at its begin, as Unity does.
+
+The point of the scene: the symbol (an O or an X block in the middle of the hallway) is seen only
+from within the rays' 12 units, and the goals (at the far end, more than 14 units beyond any
+symbol) only from further on, so a policy without memory cannot tell which goal is right when it
+gets there.
+
+Physics and layout (simpler than PhysX; Unity's z is y here): a hallway 19 wide and 49.5 long
+(x in [-9.5, 9.5], y in [-24.75, 24.75]). An episode draws the symbol (O or X, equally likely):
+the O block (4 wide, 1 deep) at (U(-3, 3), U(-5, 5)), the X block at (0, U(-5, 5)) (Unity moves
+the unused one out of the level); the two 4 x 4 goals at (7, 22.29) and (-7, 22.29) in a random
+order; the agent (a disc of radius 0.5) at (U(-3, 3), -15 + U(-5, 5)) with a random heading. The
+agent accelerates towards 4 units/s, turns 3 degrees per step and is stopped by the walls and the
+symbol block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..academy import AgentBatch, SceneContext
+from ..raycast import RayPerceptionSpec, RayTargets
+from ..side_channels import StatAggregation
+from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
+from .base import Scene, SceneOption
+from .registry import register_scene
+
+__all__ = ["HallwayScene"]
+
+MAX_STEP = 3000
+CORRECT_REWARD = 1.0
+WRONG_REWARD = -0.1
+HALL_X = 9.5
+HALL_Y = 24.75
+AGENT_RADIUS = 0.5
+RUN_SPEED = 4.0
+AGENT_DAMPING = 0.8  # velocity kept per step; a push adds (1 - damping) * run speed
+TURN_DEGREES_PER_STEP = 3.0
+SYMBOL_HALF = np.array([2.0, 0.5])
+GOAL_HALF = 2.0
+GOAL_X = 7.0
+GOAL_Y = 22.29
+O_GOAL_TAG, X_GOAL_TAG, O_TAG, X_TAG, WALL_TAG = 0, 1, 2, 3, 4
+#: Symbols: 0 = O, 1 = X.
+O_SYMBOL, X_SYMBOL = 0, 1
+
+RAYS = RayPerceptionSpec(
+    rays_per_direction=2, max_ray_degrees=70.0, ray_length=12.0, num_tags=5, cast_radius=0.5
+)
+_WALLS = np.array(
+    [
+        [-HALL_X, -HALL_Y, HALL_X, -HALL_Y],
+        [HALL_X, -HALL_Y, HALL_X, HALL_Y],
+        [HALL_X, HALL_Y, -HALL_X, HALL_Y],
+        [-HALL_X, HALL_Y, -HALL_X, -HALL_Y],
+    ]
+)
+_GOAL_EXTENT = np.array([[GOAL_HALF, GOAL_HALF], [GOAL_HALF, GOAL_HALF]])
+#: (forward, turn) per action, turn positive = counter-clockwise (Unity's 3 turns clockwise).
+_ACTIONS = np.array([[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, -1.0], [0.0, 1.0]])
+
+
+def _unit(angles: np.ndarray) -> np.ndarray:
+    return np.stack([np.cos(angles), np.sin(angles)], axis=-1)
+
+
+@register_scene
+class HallwayScene(Scene):
+    """See a symbol, remember it, touch the matching goal; rays 105 + vector 3, discrete 5."""
+
+    name = "Hallway"
+    summary = (
+        "remember a symbol, go to its goal (rays 105 + vector 3 stacked, discrete 5, 16 agents)"
+    )
+    default_area_count = 16
+    fixed_delta_time = 0.02
+    option_specs = (
+        SceneOption("max_step", int, MAX_STEP, "episode limit in agent steps (Unity's MaxStep)"),
+    )
+
+    @property
+    def max_step(self) -> int:
+        """The episode limit (option ``max_step``); also scales the step penalty and sensor."""
+        return max(int(self.options["max_step"]), 1)
+
+    def behaviors(self) -> Sequence[BehaviorSpec]:
+        """``Hallway?team=0``: ray and step sensors stacked 3x, discrete (5), period 6, max step
+        3000 (option ``max_step``)."""
+        return [
+            BehaviorSpec(
+                name="Hallway",
+                sensors=(
+                    SensorSpec("RayPerceptionSensor", (RAYS.observation_size,), stack_size=3),
+                    SensorSpec("VectorSensor_size1", (1,), stack_size=3),
+                ),
+                action_spec=ActionSpec(discrete_branches=(5,)),
+                decision=DecisionSettings(period=6, take_actions_between_decisions=True),
+                max_step=self.max_step,
+            )
+        ]
+
+    def setup(self, context: SceneContext) -> None:
+        """Per-area agent, symbol and goal state."""
+        super().setup(context)
+        n = context.area_count
+        self.position = np.zeros((n, 2))
+        self.velocity = np.zeros((n, 2))
+        self.heading = np.zeros(n)
+        #: The episode's symbol (0 = O, 1 = X) and its block's centre.
+        self.symbol = np.zeros(n, dtype=np.int64)
+        self.symbol_position = np.zeros((n, 2))
+        #: x of the O goal (the X goal is at the other side).
+        self.o_goal_x = np.full(n, GOAL_X)
+        #: Episodes ended at the right and at the wrong goal since start-up.
+        self.correct = 0
+        self.wrong = 0
+
+    def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """Draw the symbol and the goal sides; place the agent near the start."""
+        k = slots.size
+        rng = self.ctx.rng
+        symbol = rng.integers(0, 2, size=k)
+        x = np.where(symbol == O_SYMBOL, rng.uniform(-3.0, 3.0, size=k), 0.0)
+        self.symbol[slots] = symbol
+        self.symbol_position[slots] = np.stack([x, rng.uniform(-5.0, 5.0, size=k)], axis=1)
+        self.position[slots] = np.stack(
+            [rng.uniform(-3.0, 3.0, size=k), -15.0 + rng.uniform(-5.0, 5.0, size=k)], axis=1
+        )
+        self.heading[slots] = rng.uniform(-np.pi, np.pi, size=k)
+        self.velocity[slots] = 0.0
+        self.o_goal_x[slots] = np.where(rng.integers(0, 2, size=k) == 0, GOAL_X, -GOAL_X)
+        stats = self.ctx.stats
+        for key in ("Goal/Correct", "Goal/Wrong"):
+            for _ in range(k):
+                stats.add(key, 0.0, StatAggregation.SUM)
+
+    def goal_centres(self, areas: np.ndarray) -> np.ndarray:
+        """``(k, 2, 2)``: the O goal's and the X goal's centres."""
+        o_x = self.o_goal_x[areas]
+        y = np.full(areas.size, GOAL_Y)
+        return np.stack([np.stack([o_x, y], 1), np.stack([-o_x, y], 1)], axis=1)
+
+    def collect_observations(self, batch: AgentBatch, slots: np.ndarray) -> Sequence[np.ndarray]:
+        """Rays (goals, the episode's symbol, walls) and the step count over the max step."""
+        k = slots.size
+        targets = RayTargets(k)
+        targets.add_segments(_WALLS, WALL_TAG)
+        targets.add_boxes(
+            self.goal_centres(slots), _GOAL_EXTENT, np.array([O_GOAL_TAG, X_GOAL_TAG])
+        )
+        tags = np.where(self.symbol[slots] == O_SYMBOL, O_TAG, X_TAG)[:, None]
+        targets.add_boxes(self.symbol_position[slots, None, :], SYMBOL_HALF[None], tags)
+        rays = RAYS.perceive(targets, self.position[slots], self.heading[slots])
+        steps = (batch.step_count[slots] / self.max_step)[:, None]
+        return [rays, steps]
+
+    def on_action_received(
+        self,
+        batch: AgentBatch,
+        slots: np.ndarray,
+        continuous: np.ndarray,
+        discrete: np.ndarray,
+    ) -> None:
+        """Turn and push the agent; every executed action costs 1/max step."""
+        action = _ACTIONS[np.clip(discrete[:, 0], 0, len(_ACTIONS) - 1)]
+        heading = self.heading[slots] + np.radians(TURN_DEGREES_PER_STEP) * action[:, 1]
+        self.heading[slots] = heading
+        push = _unit(heading) * action[:, 0:1]
+        self.velocity[slots] += push * (RUN_SPEED * (1.0 - AGENT_DAMPING))
+        batch.add_reward(slots, -1.0 / self.max_step)
+
+    def after_academy_step(self) -> None:
+        """Move the agents; walls and symbol blocks stop them; goals end episodes."""
+        limit = np.array([HALL_X - AGENT_RADIUS, HALL_Y - AGENT_RADIUS])
+        moved = np.clip(self.position + self.velocity * self.fixed_delta_time, -limit, limit)
+        normal, depth = _disc_box_contact(moved, self.symbol_position, SYMBOL_HALF)
+        moved += normal * depth[:, None]
+        pressing = np.einsum("ij,ij->i", self.velocity, normal)
+        self.velocity -= normal * np.where(depth > 0.0, np.minimum(pressing, 0.0), 0.0)[:, None]
+        self.position = moved
+        self.velocity *= AGENT_DAMPING
+        areas = np.arange(moved.shape[0])
+        touching = np.stack(
+            [
+                _disc_box_contact(moved, centres, np.array([GOAL_HALF, GOAL_HALF]))[1] > 0.0
+                for centres in np.moveaxis(self.goal_centres(areas), 1, 0)
+            ],
+            axis=1,
+        )
+        reached = touching.any(axis=1)
+        if not reached.any():
+            return
+        ended = np.flatnonzero(reached)
+        right = touching[ended, self.symbol[ended]]
+        self.correct += int(right.sum())
+        self.wrong += int((~right).sum())
+        stats = self.ctx.stats
+        for hit in right.tolist():
+            stats.add("Goal/Correct" if hit else "Goal/Wrong", 1.0, StatAggregation.SUM)
+        batch = self.ctx.batch("Hallway")
+        batch.set_reward(ended, np.where(right, CORRECT_REWARD, WRONG_REWARD))
+        batch.end_episode(ended)
+
+    def heuristic(
+        self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Privileged script (knows the symbol): pass below the symbol to the side of the right
+        goal, then go up to it."""
+        agent = self.position[slots]
+        goal = self.goal_centres(slots)[np.arange(slots.size), self.symbol[slots]]
+        lane = np.stack([goal[:, 0], self.symbol_position[slots, 1] - 2.5], axis=1)
+        early = (agent[:, 1] < lane[:, 1] + 0.5) & (np.abs(agent[:, 0] - goal[:, 0]) > 1.0)
+        target = np.where(early[:, None], lane, goal)
+        wanted = target - agent
+        angle = np.arctan2(wanted[:, 1], wanted[:, 0]) - self.heading[slots]
+        angle = (angle + np.pi) % (2.0 * np.pi) - np.pi
+        action = np.where(
+            np.abs(angle) > np.radians(10.0),
+            np.where(angle > 0.0, 4, 3),
+            1,
+        )
+        return np.zeros((slots.size, 0), np.float32), action[:, None].astype(np.int32)
+
+
+def _disc_box_contact(
+    centres: np.ndarray, boxes: np.ndarray, half: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unit normals (box towards disc) and penetration depths of agent discs against boxes."""
+    closest = np.clip(centres, boxes - half, boxes + half)
+    gap = centres - closest
+    distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
+    outside = distance > 1e-9
+    normal = np.where(outside[:, None], gap / np.maximum(distance, 1e-9)[:, None], 0.0)
+    depth = np.where(outside, AGENT_RADIUS - distance, 0.0)
+    inside = ~outside
+    if inside.any():
+        offset = centres[inside] - boxes[inside]
+        room = half - np.abs(offset)
+        axis = np.argmin(room, axis=1)
+        rows = np.arange(axis.size)
+        inner = np.zeros((axis.size, 2))
+        inner[rows, axis] = np.where(offset[rows, axis] >= 0.0, 1.0, -1.0)
+        normal[inside] = inner
+        depth[inside] = room[rows, axis] + AGENT_RADIUS
+    return normal, np.maximum(depth, 0.0)

@@ -1,0 +1,316 @@
+"""PushBlockCollab: three agents push blocks of three sizes into a goal together (ML-Agents'
+cooperative ``PushBlockCollab`` scene), in 2-D.
+
+Facts followed (Unity's ``PushBlockCollabAreaGrid`` prefab, ``PushAgentCollab`` and
+``PushBlockEnvController`` scripts): behavior ``PushBlockCollab?team=0``, three agents per area
+registered in one ``SimpleMultiAgentGroup``; one sensor ``GridSensor`` of 20 x 20 cells (cell side
+1) rotating with the agent, one-hot over the 6 detectable tags ``wall``, ``agent``, ``goal``,
+``blockSmall``, ``blockLarge``, ``blockVeryLarge``, PNG-compressed, shape ``(6, 20, 20)`` (CHW);
+one discrete branch of 7 (the same moves as ``PushBlock``: 0 nothing, 1 forward, 2 backward,
+3 turn right, 4 turn left, 5 strafe left, 6 strafe right); decision period 5 with actions between
+decisions; agent max step 0. Each area holds two blocks of each size: small (side 1, worth 1,
+moved by one agent), large (side 2, worth 2, needs two agents) and very large (side 3, worth 3,
+needs all three). The area controller adds the group reward ``-0.5 / MaxEnvironmentSteps``
+(-0.0001) every Academy step, adds the block's worth as a group reward when a block reaches the
+goal (the block disappears), ends the group episode (``EndGroupEpisode``) once every block is in
+and interrupts it (``GroupEpisodeInterrupted``) after ``MaxEnvironmentSteps`` (5000) steps; both
+reset the area. No individual rewards, no environment parameters.
+
+Simplifications: the arena, the agents' motion and the pushing come from
+:mod:`~unity_gym.player.scenes.pushblock` (square arena of side 24 with a goal strip 4 deep along
+``+y``, agents are discs of radius 0.5). A block moves only while at least as many agents push it
+(touch it while moving into it) as its size needs; it then takes their mean push and glides with
+drag. Blocks do not collide with each other and agents do not collide with each other (agents do
+collide with blocks). The grid is centred on the agent (its rows run from ahead to behind, its
+columns from left to right), each cell reports the one tag it overlaps with priority very large >
+large > small block > agent > wall > goal, the agent does not see itself. Areas reset with blocks
+and agents on distinct spots of a coarse grid below the goal and random agent headings (Unity
+turns the whole area by a multiple of 90 degrees instead). Option ``max_environment_steps``
+(5000; 0 = never interrupt, penalty then as for 5000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..academy import AgentBatch, SceneContext
+from ..errors import PlayerError
+from ..specs import ActionSpec, BehaviorSpec, Compression, DecisionSettings, SensorSpec
+from .base import Scene, SceneOption
+from .pushblock import (
+    AGENT_DAMPING,
+    AGENT_RADIUS,
+    ARENA_HALF,
+    GOAL_LINE,
+    disc_box_contact,
+    push_actions,
+    steer_to_push,
+    unit_vectors,
+)
+from .registry import register_scene
+
+__all__ = [
+    "AGENTS_PER_AREA",
+    "BLOCK_HALF",
+    "BLOCK_PUSHERS",
+    "BLOCK_VALUE",
+    "GRID_SIZE",
+    "GRID_TAGS",
+    "MAX_ENVIRONMENT_STEPS",
+    "PushBlockCollabScene",
+]
+
+MAX_ENVIRONMENT_STEPS = 5000
+AGENTS_PER_AREA = 3
+#: Half sides, agents needed to push, and group reward of the six blocks of an area.
+BLOCK_HALF = np.array([0.5, 0.5, 1.0, 1.0, 1.5, 1.5])
+BLOCK_PUSHERS = np.array([1, 1, 2, 2, 3, 3])
+BLOCK_VALUE = np.array([1.0, 1.0, 2.0, 2.0, 3.0, 3.0])
+BLOCK_DRAG = 0.5
+WALL_THICKNESS = 1.0
+GRID_SIZE = 20
+GRID_TAGS = ("wall", "agent", "goal", "blockSmall", "blockLarge", "blockVeryLarge")
+WALL_TAG, AGENT_TAG, GOAL_TAG, SMALL_TAG = 0, 1, 2, 3
+#: Spawn spots (a 5 x 4 grid below the goal); every object of an area gets its own spot.
+_SPOTS = np.array([[x, y] for y in (-7.0, -3.0, 1.0, 5.0) for x in (-8.0, -4.0, 0.0, 4.0, 8.0)])
+_BLOCK_JITTER = 0.3
+_AGENT_JITTER = 1.0
+#: Cell centre offsets from the agent: rows ahead -> behind, columns left -> right.
+_CELL_OFFSETS = (GRID_SIZE - 1) / 2.0 - np.arange(GRID_SIZE, dtype=np.float64)
+
+
+@register_scene
+class PushBlockCollabScene(Scene):
+    """Three agents per area push blocks needing 1, 2 or 3 pushers; group rewards."""
+
+    name = "PushBlockCollab"
+    summary = "cooperative push block, group rewards (grid sensor 6x20x20 PNG, discrete 7, 3/area)"
+    default_area_count = 4
+    fixed_delta_time = 0.02
+    option_specs = (
+        SceneOption(
+            "max_environment_steps",
+            int,
+            MAX_ENVIRONMENT_STEPS,
+            "steps before the area's group episode is interrupted (0 = never)",
+        ),
+    )
+
+    def behaviors(self) -> Sequence[BehaviorSpec]:
+        """``PushBlockCollab?team=0``: one grid sensor, discrete (7), 3 agents per area."""
+        if int(self.options["max_environment_steps"]) < 0:
+            raise PlayerError("max_environment_steps must be >= 0 (0 = never interrupt)")
+        return [
+            BehaviorSpec(
+                name="PushBlockCollab",
+                sensors=(
+                    SensorSpec(
+                        "GridSensor", (len(GRID_TAGS), GRID_SIZE, GRID_SIZE), Compression.PNG
+                    ),
+                ),
+                action_spec=ActionSpec(discrete_branches=(7,)),
+                agents_per_area=AGENTS_PER_AREA,
+                decision=DecisionSettings(period=5, take_actions_between_decisions=True),
+                max_step=0,
+            )
+        ]
+
+    def setup(self, context: SceneContext) -> None:
+        """Per-area agents and blocks; one multi-agent group per area."""
+        super().setup(context)
+        n = context.area_count
+        self.max_environment_steps = int(self.options["max_environment_steps"])
+        #: Group reward added to every area each Academy step.
+        self.step_penalty = -0.5 / (self.max_environment_steps or MAX_ENVIRONMENT_STEPS)
+        self.agent_position = np.zeros((n, AGENTS_PER_AREA, 2))
+        self.agent_velocity = np.zeros((n, AGENTS_PER_AREA, 2))
+        self.heading = np.zeros((n, AGENTS_PER_AREA))
+        self.block_position = np.zeros((n, BLOCK_HALF.size, 2))
+        self.block_velocity = np.zeros((n, BLOCK_HALF.size, 2))
+        #: Blocks still in play (scored blocks are switched off until the area resets).
+        self.active = np.zeros((n, BLOCK_HALF.size), dtype=bool)
+        self.timer = np.zeros(n, dtype=np.int64)
+        #: Group id of each area.
+        self.groups = context.create_groups(n)
+        context.batch("PushBlockCollab").set_group(
+            slice(None), np.repeat(self.groups, AGENTS_PER_AREA)
+        )
+        #: Blocks scored since start-up, by size (small, large, very large).
+        self.scored = np.zeros(3, dtype=np.int64)
+        self._block_damping = 1.0 / (1.0 + BLOCK_DRAG * self.fixed_delta_time)
+
+    # ---- area reset and episodes -------------------------------------------------------------
+
+    def on_environment_reset(self) -> None:
+        """Reset every area."""
+        self.reset_areas(np.arange(self.ctx.area_count))
+
+    def reset_areas(self, areas: np.ndarray) -> None:
+        """Unity's ``ResetScene``: blocks back in play and blocks and agents on free random spots.
+
+        Args:
+            areas: area indices ``(k,)``.
+        """
+        rng = self.ctx.rng
+        k = areas.size
+        if k == 0:
+            return
+        nb = BLOCK_HALF.size
+        spots = _SPOTS[np.argsort(rng.random((k, len(_SPOTS))), axis=1)[:, : nb + AGENTS_PER_AREA]]
+        jitter = rng.uniform(-1.0, 1.0, size=spots.shape)
+        self.block_position[areas] = spots[:, :nb] + _BLOCK_JITTER * jitter[:, :nb]
+        self.agent_position[areas] = spots[:, nb:] + _AGENT_JITTER * jitter[:, nb:]
+        self.heading[areas] = rng.uniform(-np.pi, np.pi, size=(k, AGENTS_PER_AREA))
+        self.agent_velocity[areas] = 0.0
+        self.block_velocity[areas] = 0.0
+        self.active[areas] = True
+        self.timer[areas] = 0
+
+    def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """Nothing per agent: the area reset places the agents (as Unity's controller does)."""
+
+    # ---- observations ------------------------------------------------------------------------
+
+    def collect_observations(self, batch: AgentBatch, slots: np.ndarray) -> Sequence[np.ndarray]:
+        """The one-hot grid ``(k, 6, 20, 20)`` around each agent, turned with it."""
+        areas, me = np.divmod(slots, AGENTS_PER_AREA)
+        k = slots.size
+        origin = self.agent_position[areas, me]
+        forward = unit_vectors(self.heading[areas, me])
+        left = np.stack([-forward[:, 1], forward[:, 0]], axis=1)
+        cells = (
+            origin[:, None, None, :]
+            + _CELL_OFFSETS[None, :, None, None] * forward[:, None, None, :]
+            + _CELL_OFFSETS[None, None, :, None] * left[:, None, None, :]
+        )
+        x, y = cells[..., 0], cells[..., 1]
+        # Later assignments win a cell: goal < wall < agent < small < large < very large block.
+        tag = np.full((k, GRID_SIZE, GRID_SIZE), -1, dtype=np.int64)
+        reach = np.maximum(np.abs(x), np.abs(y))
+        tag[(reach < ARENA_HALF) & (y >= GOAL_LINE)] = GOAL_TAG
+        # Walls: a band one cell into the arena to WALL_THICKNESS beyond its edge.
+        tag[(reach >= ARENA_HALF - 0.5) & (reach < ARENA_HALF + 0.5 + WALL_THICKNESS)] = WALL_TAG
+        for other in range(AGENTS_PER_AREA):
+            seen = self.agent_position[areas, other]
+            gap = np.hypot(x - seen[:, 0, None, None], y - seen[:, 1, None, None])
+            hit = (gap < AGENT_RADIUS + 0.5) & (me != other)[:, None, None]
+            tag[hit] = AGENT_TAG
+        for block in range(BLOCK_HALF.size):
+            centre = self.block_position[areas, block]
+            reach_block = BLOCK_HALF[block] + 0.5
+            hit = (
+                (np.abs(x - centre[:, 0, None, None]) < reach_block)
+                & (np.abs(y - centre[:, 1, None, None]) < reach_block)
+                & self.active[areas, block][:, None, None]
+            )
+            tag[hit] = SMALL_TAG + block // 2
+        grid = (tag[:, None, :, :] == np.arange(len(GRID_TAGS))[None, :, None, None]).astype(
+            np.float32
+        )
+        return [grid]
+
+    # ---- actions and the area controller -----------------------------------------------------
+
+    def on_action_received(
+        self,
+        batch: AgentBatch,
+        slots: np.ndarray,
+        continuous: np.ndarray,
+        discrete: np.ndarray,
+    ) -> None:
+        """Turn and push the agents (no individual reward)."""
+        areas, me = np.divmod(slots, AGENTS_PER_AREA)
+        heading, push = push_actions(self.heading[areas, me], discrete[:, 0])
+        self.heading[areas, me] = heading
+        self.agent_velocity[areas, me] += push
+
+    def after_academy_step(self) -> None:
+        """The controller's timer and step penalty, then physics; scored blocks pay the group."""
+        self.timer += 1
+        limit = self.max_environment_steps
+        if limit > 0:
+            expired = np.flatnonzero(self.timer >= limit)
+            if expired.size:
+                self.ctx.interrupt_group_episode(self.groups[expired])
+                self.reset_areas(expired)
+        self.ctx.add_group_reward(self.groups, self.step_penalty)
+        self._move()
+        scored = self.active & (self.block_position[:, :, 1] + BLOCK_HALF >= GOAL_LINE)
+        areas = np.flatnonzero(scored.any(axis=1))
+        if areas.size == 0:
+            return
+        self.scored += scored.reshape(-1, 3, 2).sum(axis=(0, 2))
+        self.ctx.add_group_reward(self.groups[areas], (scored[areas] * BLOCK_VALUE).sum(axis=1))
+        self.active &= ~scored
+        self.block_velocity[scored] = 0.0
+        done = areas[~self.active[areas].any(axis=1)]
+        if done.size:
+            self.ctx.end_group_episode(self.groups[done])
+            self.reset_areas(done)
+
+    def _move(self) -> None:
+        """Agents move; blocks move when enough agents push them; walls stop both."""
+        dt = self.fixed_delta_time
+        n, na, nb = self.ctx.area_count, AGENTS_PER_AREA, BLOCK_HALF.size
+        agent = self.agent_position + self.agent_velocity * dt
+        block_velocity = self.block_velocity * self._block_damping
+        block = self.block_position + block_velocity * dt
+        # Every agent against every block of its area.
+        pairs = (n, na, nb)
+        half = np.broadcast_to(BLOCK_HALF[None, None, :, None], (*pairs, 1))
+        normal, depth = disc_box_contact(
+            np.broadcast_to(agent[:, :, None, :], (*pairs, 2)).reshape(-1, 2),
+            np.broadcast_to(block[:, None, :, :], (*pairs, 2)).reshape(-1, 2),
+            half.reshape(-1, 1),
+        )
+        normal = normal.reshape(*pairs, 2)
+        depth = depth.reshape(pairs) * self.active[:, None, :]
+        pushing = -np.einsum("najc,najc->naj", self.agent_velocity[:, :, None, :], normal)
+        gliding = -np.einsum("njc,najc->naj", block_velocity, normal)
+        pusher = (depth > 0.0) & (pushing > 0.0)
+        count = pusher.sum(axis=1)
+        movable = count >= BLOCK_PUSHERS
+        moving = pusher & movable[:, None, :]
+        share = np.where(moving, 1.0, 0.0) / np.maximum(count, 1)[:, None, :]
+        # A pushed block gives way to its pushers and takes their mean push.
+        block -= np.einsum("naj,najc->njc", share * depth, normal)
+        boost = share * np.maximum(pushing - gliding, 0.0)
+        block_velocity -= np.einsum("naj,najc->njc", boost, normal)
+        bound = ARENA_HALF - BLOCK_HALF[None, :, None]
+        stopped = (np.abs(block) > bound).any(axis=2)
+        block = np.clip(block, -bound, bound)
+        block_velocity[stopped] = 0.0
+        # Agents cannot stay inside blocks that did not give way.
+        flat = agent.reshape(-1, 2)
+        for j in range(nb):
+            centre = np.repeat(block[:, j], na, axis=0)
+            normal_j, depth_j = disc_box_contact(
+                flat, centre, np.full((flat.shape[0], 1), BLOCK_HALF[j])
+            )
+            depth_j *= np.repeat(self.active[:, j], na)
+            flat = flat + normal_j * depth_j[:, None]
+        limit = ARENA_HALF - AGENT_RADIUS
+        self.agent_position = np.clip(flat.reshape(n, na, 2), -limit, limit)
+        self.agent_velocity = self.agent_velocity * AGENT_DAMPING
+        self.block_position = np.where(self.active[:, :, None], block, self.block_position)
+        self.block_velocity = np.where(self.active[:, :, None], block_velocity, 0.0)
+
+    # ---- heuristic ---------------------------------------------------------------------------
+
+    def heuristic(
+        self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The whole team pushes the block in play nearest to the goal (enough pushers for any
+        size), walking round behind it first."""
+        areas, me = np.divmod(slots, AGENTS_PER_AREA)
+        top = np.where(self.active, self.block_position[:, :, 1] + BLOCK_HALF, -np.inf)
+        target = np.argmax(top, axis=1)[areas]
+        action = steer_to_push(
+            self.agent_position[areas, me],
+            self.heading[areas, me],
+            self.block_position[areas, target],
+            BLOCK_HALF[target],
+        )
+        return np.zeros((slots.size, 0), np.float32), action[:, None]
