@@ -37,6 +37,7 @@ from ..raycast import RayPerceptionSpec, RayTargets
 from ..side_channels import StatAggregation
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import Scene, SceneOption
+from .pushblock import disc_box_contact
 from .registry import register_scene
 
 __all__ = ["HallwayScene"]
@@ -187,7 +188,7 @@ class HallwayScene(Scene):
         """Move the agents; walls and symbol blocks stop them; goals end episodes."""
         limit = np.array([HALL_X - AGENT_RADIUS, HALL_Y - AGENT_RADIUS])
         moved = np.clip(self.position + self.velocity * self.fixed_delta_time, -limit, limit)
-        normal, depth = _disc_box_contact(moved, self.symbol_position, SYMBOL_HALF)
+        normal, depth = disc_box_contact(moved, self.symbol_position, SYMBOL_HALF)
         moved += normal * depth[:, None]
         pressing = np.einsum("ij,ij->i", self.velocity, normal)
         self.velocity -= normal * np.where(depth > 0.0, np.minimum(pressing, 0.0), 0.0)[:, None]
@@ -196,7 +197,7 @@ class HallwayScene(Scene):
         areas = np.arange(moved.shape[0])
         touching = np.stack(
             [
-                _disc_box_contact(moved, centres, np.array([GOAL_HALF, GOAL_HALF]))[1] > 0.0
+                disc_box_contact(moved, centres, np.array([GOAL_HALF, GOAL_HALF]))[1] > 0.0
                 for centres in np.moveaxis(self.goal_centres(areas), 1, 0)
             ],
             axis=1,
@@ -234,26 +235,3 @@ class HallwayScene(Scene):
             1,
         )
         return np.zeros((slots.size, 0), np.float32), action[:, None].astype(np.int32)
-
-
-def _disc_box_contact(
-    centres: np.ndarray, boxes: np.ndarray, half: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Unit normals (box towards disc) and penetration depths of agent discs against boxes."""
-    closest = np.clip(centres, boxes - half, boxes + half)
-    gap = centres - closest
-    distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
-    outside = distance > 1e-9
-    normal = np.where(outside[:, None], gap / np.maximum(distance, 1e-9)[:, None], 0.0)
-    depth = np.where(outside, AGENT_RADIUS - distance, 0.0)
-    inside = ~outside
-    if inside.any():
-        offset = centres[inside] - boxes[inside]
-        room = half - np.abs(offset)
-        axis = np.argmin(room, axis=1)
-        rows = np.arange(axis.size)
-        inner = np.zeros((axis.size, 2))
-        inner[rows, axis] = np.where(offset[rows, axis] >= 0.0, 1.0, -1.0)
-        normal[inside] = inner
-        depth[inside] = room[rows, axis] + AGENT_RADIUS
-    return normal, np.maximum(depth, 0.0)

@@ -303,18 +303,22 @@ def steer_to_push(
 
 
 def disc_box_contact(
-    centres: np.ndarray, boxes: np.ndarray, half: np.ndarray
+    centres: np.ndarray, boxes: np.ndarray, half: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Unit normals (box towards disc) and penetration depths of agent discs against blocks.
 
     Args:
         centres: disc centres ``(k, 2)`` (radius ``AGENT_RADIUS``).
-        boxes: axis-aligned box centres ``(k, 2)``; half: their half sides ``(k, 1)`` or ``(k, 2)``.
+        boxes: axis-aligned box centres ``(k, 2)``; half: their half sides ``(k, 1)`` or
+            ``(k, 2)``, or one for all (a number, or ``(2,)`` for x and y).
 
     Returns:
         Normals ``(k, 2)`` and depths ``(k,)`` (0 where there is no contact); a centre inside a
         box leaves along the axis of least penetration.
     """
+    half = np.asarray(half, dtype=np.float64)
+    if half.ndim < 2:
+        half = np.broadcast_to(half, (len(centres), 2))
     closest = np.clip(centres, boxes - half, boxes + half)
     gap = centres - closest
     distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))

@@ -55,6 +55,7 @@ from ..errors import PlayerError
 from ..raycast import RayPerceptionSpec, RayTargets
 from ..specs import ActionSpec, BehaviorSpec, SensorSpec
 from .base import Scene, SceneOption
+from .pushblock import disc_box_contact
 from .registry import register_scene
 
 __all__ = ["WallJumpScene"]
@@ -358,7 +359,7 @@ class WallJumpScene(Scene):
         velocity[into_wall, 1] = 0.0
         # An agent lower than the block's top pushes it; walls stop the block.
         low = elevation < BLOCK_TOP - STEP_UP
-        normal, depth = _disc_box_contact(new, self.block, BLOCK_HALF)
+        normal, depth = disc_box_contact(new, self.block, BLOCK_HALF)
         depth = np.where(low, depth, 0.0)
         block = self.block - normal * depth[:, None]
         blocked = (
@@ -371,7 +372,7 @@ class WallJumpScene(Scene):
             np.where(self.block[:, 1] < WALL_Y, WALL_LOW - BLOCK_HALF, WALL_HIGH + BLOCK_HALF),
             block[:, 1],
         )
-        normal, depth = _disc_box_contact(new, block, BLOCK_HALF)
+        normal, depth = disc_box_contact(new, block, BLOCK_HALF)
         depth = np.where(low, depth, 0.0)
         new += normal * depth[:, None]
         pressing = np.einsum("ij,ij->i", velocity, normal)
@@ -478,26 +479,3 @@ def _on_platform(points: np.ndarray) -> np.ndarray:
         & (points[:, 1] >= PLATFORM_Y[0])
         & (points[:, 1] <= PLATFORM_Y[1])
     )
-
-
-def _disc_box_contact(
-    centres: np.ndarray, boxes: np.ndarray, half: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Unit normals (box towards disc) and penetration depths of agent discs against squares."""
-    closest = np.clip(centres, boxes - half, boxes + half)
-    gap = centres - closest
-    distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
-    outside = distance > 1e-9
-    normal = np.where(outside[:, None], gap / np.maximum(distance, 1e-9)[:, None], 0.0)
-    depth = np.where(outside, AGENT_RADIUS - distance, 0.0)
-    inside = ~outside
-    if inside.any():
-        offset = centres[inside] - boxes[inside]
-        room = half - np.abs(offset)
-        axis = np.argmin(room, axis=1)
-        rows = np.arange(axis.size)
-        inner = np.zeros((axis.size, 2))
-        inner[rows, axis] = np.where(offset[rows, axis] >= 0.0, 1.0, -1.0)
-        normal[inside] = inner
-        depth[inside] = room[rows, axis] + AGENT_RADIUS
-    return normal, np.maximum(depth, 0.0)
