@@ -1,4 +1,4 @@
-"""Reader for Unity ``.demo`` demonstration recordings (spec §8).
+"""Reader (and writer functions) for Unity ``.demo`` demonstration recordings (spec §8).
 
 File layout written by Unity's ``DemonstrationWriter``:
 
@@ -18,11 +18,13 @@ Example::
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from unity_gym.base_env import ActionSpec, BehaviorSpec, ObservationSpec
 from unity_gym.decoding import behavior_spec_from_proto, decode_png_observation
@@ -37,13 +39,19 @@ from unity_gym.protocol.communicator_objects.demonstration_meta_pb2 import (
 from unity_gym.protocol.communicator_objects.observation_pb2 import PNG, ObservationProto
 
 __all__ = [
+    "API_VERSION",
     "BRAIN_PARAMETERS_OFFSET",
+    "MAX_NAME_LENGTH",
     "SUPPORTED_API_VERSIONS",
     "Demonstration",
     "DemonstrationError",
     "DemonstrationMeta",
     "DemonstrationStep",
+    "delimited",
+    "demonstration_bytes",
+    "demonstration_header",
     "load_demonstration",
+    "sanitize_demonstration_name",
 ]
 
 BRAIN_PARAMETERS_OFFSET = 33
@@ -51,6 +59,12 @@ BRAIN_PARAMETERS_OFFSET = 33
 
 SUPPORTED_API_VERSIONS = frozenset({0, 1})
 """Demonstration format versions this reader understands (Unity writes 1)."""
+
+API_VERSION = 1
+"""Demonstration format version written by :func:`demonstration_bytes` (as Unity does)."""
+
+MAX_NAME_LENGTH = 16
+"""Longest demonstration name Unity writes (it cuts longer ones)."""
 
 
 class DemonstrationError(UnityException, ValueError):
@@ -190,6 +204,74 @@ class Demonstration:
             if step.action_mask is not None:
                 masks[row] = step.action_mask
         return masks
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def delimited(message: Message | bytes) -> bytes:
+    """``message`` (or already serialized bytes) with its base-128 varint length prefix."""
+    body = message if isinstance(message, bytes) else message.SerializeToString()
+    size, prefix = len(body), bytearray()
+    while True:
+        byte = size & 0x7F
+        size >>= 7
+        if size:
+            prefix.append(byte | 0x80)
+        else:
+            prefix.append(byte)
+            return bytes(prefix) + body
+
+
+def sanitize_demonstration_name(name: str) -> str:
+    """``name`` as Unity stores it: letters, digits, spaces and ``-`` only, at most
+    :data:`MAX_NAME_LENGTH` characters (``"Demo"`` when nothing is left)."""
+    cleaned = re.sub(r"[^a-zA-Z0-9 -]", "", name)[:MAX_NAME_LENGTH]
+    return cleaned or "Demo"
+
+
+def demonstration_header(meta: DemonstrationMetaProto) -> bytes:
+    """The delimited ``meta`` zero-padded to :data:`BRAIN_PARAMETERS_OFFSET` bytes.
+
+    Raises:
+        DemonstrationError: if the meta-data does not fit (name longer than Unity allows).
+    """
+    head = delimited(meta)
+    if len(head) > BRAIN_PARAMETERS_OFFSET:
+        raise DemonstrationError(
+            f"demonstration meta-data takes {len(head)} bytes, more than the "
+            f"{BRAIN_PARAMETERS_OFFSET}-byte header; shorten the name to at most "
+            f"{MAX_NAME_LENGTH} characters (see sanitize_demonstration_name)."
+        )
+    return head + b"\x00" * (BRAIN_PARAMETERS_OFFSET - len(head))
+
+
+def demonstration_bytes(
+    meta: DemonstrationMetaProto,
+    brain: BrainParametersProto,
+    records: Iterable[AgentInfoActionPairProto | bytes],
+    *,
+    trailing_meta: bool = True,
+) -> bytes:
+    """A whole ``.demo`` file laid out as Unity's ``DemonstrationWriter`` writes it.
+
+    Args:
+        meta: the summary (its ``number_steps`` should count ``records``).
+        brain: the behavior's brain parameters.
+        records: the agent steps, as protos or serialized ``AgentInfoActionPairProto`` bytes.
+        trailing_meta: append the undelimited copy of ``meta`` newer Unity versions leave at
+            the end of the file.
+
+    Raises:
+        DemonstrationError: if ``meta`` does not fit the header.
+    """
+    parts = [demonstration_header(meta), delimited(brain)]
+    parts.extend(delimited(record) for record in records)
+    if trailing_meta:
+        parts.append(meta.SerializeToString())
+    return b"".join(parts)
 
 
 # --------------------------------------------------------------------------------------------

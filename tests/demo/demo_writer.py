@@ -1,11 +1,13 @@
-"""Writes synthetic ``.demo`` files laid out like Unity's DemonstrationWriter (spec §8)."""
+"""Writes synthetic ``.demo`` files laid out like Unity's DemonstrationWriter (spec §8).
+
+A thin test-side wrapper of the public writer functions of :mod:`unity_gym.demo`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from google.protobuf.message import Message
-
+from unity_gym.demo import delimited, demonstration_bytes
 from unity_gym.protocol.communicator_objects.agent_info_action_pair_pb2 import (
     AgentInfoActionPairProto,
 )
@@ -14,19 +16,7 @@ from unity_gym.protocol.communicator_objects.demonstration_meta_pb2 import (
     DemonstrationMetaProto,
 )
 
-
-def delimited(message: Message) -> bytes:
-    """``message`` serialized with a varint length prefix."""
-    body = message.SerializeToString()
-    size, prefix = len(body), bytearray()
-    while True:
-        byte = size & 0x7F
-        size >>= 7
-        if size:
-            prefix.append(byte | 0x80)
-        else:
-            prefix.append(byte)
-            return bytes(prefix) + body
+__all__ = ["delimited", "demo_bytes"]
 
 
 def demo_bytes(
@@ -36,10 +26,4 @@ def demo_bytes(
     trailing_meta: bool = True,
 ) -> bytes:
     """A file laid out exactly as Unity's DemonstrationWriter does."""
-    head = delimited(meta)
-    assert len(head) <= 33
-    data = head + b"\x00" * (33 - len(head)) + delimited(brain)
-    data += b"".join(delimited(r) for r in records)
-    if trailing_meta:
-        data += meta.SerializeToString()
-    return data
+    return demonstration_bytes(meta, brain, records, trailing_meta=trailing_meta)

@@ -86,6 +86,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-steps", type=int, default=0, help="quit after N Academy steps (0 = unlimited)"
     )
+    parser.add_argument(
+        "--record-demo",
+        metavar="PATH",
+        help="record the heuristic play of one behavior into PATH (.demo); needs --record-steps",
+    )
+    parser.add_argument(
+        "--record-steps",
+        type=int,
+        metavar="N",
+        help="agent steps (records) to write into --record-demo, then quit",
+    )
+    parser.add_argument(
+        "--record-behavior",
+        metavar="NAME",
+        help="behavior to record (required when the scene has several)",
+    )
     parser.add_argument("--profile", action="store_true", help="time each phase of a step")
     parser.add_argument(
         "--realtime", action="store_true", help="pace steps like a Unity clock (time scale)"
@@ -143,6 +159,21 @@ def _list_scenes(out: TextIO) -> None:
         out.write(f"{name}: {cls.summary}\n{cls.describe_options()}\n")
 
 
+def _recording_problem(namespace: argparse.Namespace) -> str | None:
+    """What is wrong with the ``--record-*`` options, or ``None``."""
+    if namespace.record_demo is None:
+        if namespace.record_steps is not None or namespace.record_behavior is not None:
+            return "--record-steps and --record-behavior need --record-demo PATH"
+        return None
+    if namespace.record_steps is None:
+        return "--record-demo needs --record-steps N (the agent steps to record, N >= 1)"
+    if namespace.record_steps <= 0:
+        return f"--record-steps must be at least 1, got {namespace.record_steps}"
+    if namespace.mlagents_port is not None:
+        return "--record-demo records heuristic play without a trainer; drop --mlagents-port"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m unity_gym.player``; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -169,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except PlayerError as exc:
             logger.error("%s", exc)
             return EXIT_CONFIG_ERROR
+        problem = _recording_problem(namespace)
+        if problem:
+            logger.error("%s", problem)
+            return EXIT_CONFIG_ERROR
         config = PlayerConfig(
             scene=namespace.scene,
             port=namespace.mlagents_port,
@@ -180,6 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             realtime=namespace.realtime,
             connect_timeout=namespace.connect_timeout,
             communication_version=namespace.communication_version,
+            record_demo=Path(namespace.record_demo) if namespace.record_demo else None,
+            record_steps=namespace.record_steps or 0,
+            record_behavior=namespace.record_behavior,
         )
         return run_player(config)
     finally:

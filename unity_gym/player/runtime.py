@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 
 from unity_gym.protocol.communicator_objects.unity_rl_initialization_output_pb2 import (
@@ -30,6 +31,7 @@ from .connection import (
     PACKAGE_VERSION,
     TrainerConnection,
 )
+from .demo_recorder import RecordingAcademy
 from .errors import PlayerError, SceneError
 from .pacing import Pacer
 from .profiling import StepProfiler
@@ -71,6 +73,9 @@ class PlayerConfig:
         connect_timeout: seconds to wait for the trainer to listen (0 = one attempt).
         communication_version: API version announced in the handshake (``1.5.0``; another
             value tests how a trainer copes, e.g. ``1.5.0-exp``).
+        record_demo: write a ``.demo`` of the heuristic play here (needs ``port=None``).
+        record_steps: agent steps to record into ``record_demo``.
+        record_behavior: behavior to record (``None`` = the scene's only behavior).
     """
 
     scene: str
@@ -83,6 +88,9 @@ class PlayerConfig:
     realtime: bool = False
     connect_timeout: float = 0.0
     communication_version: str = COMMUNICATION_VERSION
+    record_demo: Path | None = None
+    record_steps: int = 0
+    record_behavior: str | None = None
 
 
 class _Terminated(BaseException):
@@ -133,6 +141,10 @@ def run_player(config: PlayerConfig, *, handle_signals: bool = True) -> int:
         handle_signals: turn SIGTERM/SIGINT into a clean quit (main thread only).
     """
     try:
+        if config.record_demo is not None and config.port is not None:
+            raise PlayerError(
+                "--record-demo records heuristic play without a trainer; drop --mlagents-port"
+            )
         scene = create_scene(config)
     except PlayerError as exc:
         logger.error("%s", exc)
@@ -154,6 +166,7 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
     connection: TrainerConnection | None = None
     exit_code = EXIT_OK
     reason = "finished"
+    recording: RecordingAcademy | None = None
     try:
         trainer = None
         seed, num_areas = config.seed, 1
@@ -172,16 +185,30 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
                 hub.process_incoming(handshake.first_input.side_channel)
         else:
             logger.info("No --mlagents-port: playing with the built-in heuristic.")
-        academy = Academy(
-            scene,
-            channels=channels,
-            hub=hub,
-            connection=connection,
-            trainer=trainer,
-            seed=seed,
-            num_areas=num_areas,
-            profiler=profiler,
-        )
+        academy: Academy
+        if config.record_demo is not None:
+            academy = recording = RecordingAcademy(
+                scene,
+                demo_path=config.record_demo,
+                record_steps=config.record_steps,
+                record_behavior=config.record_behavior,
+                channels=channels,
+                hub=hub,
+                seed=seed,
+                num_areas=num_areas,
+                profiler=profiler,
+            )
+        else:
+            academy = Academy(
+                scene,
+                channels=channels,
+                hub=hub,
+                connection=connection,
+                trainer=trainer,
+                seed=seed,
+                num_areas=num_areas,
+                profiler=profiler,
+            )
         logger.info(
             "Scene %s: %d agents in %d areas; behaviors %s; seed %d; %s",
             scene.name,
@@ -192,8 +219,18 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
             "trainer connected" if connection else "heuristic",
         )
         reason = _step_until_quit(academy, scene, config, profiler, channels, launcher)
+        if recording is not None:
+            _finish_recording(recording)
+            recording = None
     except _Terminated as signal_name:
         reason = f"terminated by {signal_name}"
+        if recording is not None:
+            try:
+                _finish_recording(recording)
+            except PlayerError as exc:
+                logger.error("%s", exc)
+                exit_code = EXIT_CONFIG_ERROR
+            recording = None
     except SceneError as exc:
         logger.error("scene failure: %s", exc)
         reason, exit_code = "scene failure", EXIT_SCENE_ERROR
@@ -204,11 +241,25 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
         logger.exception("unexpected failure")
         reason, exit_code = "unexpected failure", EXIT_SCENE_ERROR
     finally:
+        if recording is not None:
+            recording.discard_recording()
         if connection is not None and connection.is_open:
             connection.close(notify=True)
     logger.info("Quitting: %s", reason)
     logger.info("%s", profiler.summary())
     return exit_code
+
+
+def _finish_recording(recording: RecordingAcademy) -> None:
+    summary = recording.finish_recording()
+    logger.info(
+        "Wrote demonstration %s (%s): %d agent steps, %d episodes, mean reward %.4g",
+        summary.path,
+        summary.name,
+        summary.number_steps,
+        summary.number_episodes,
+        summary.mean_reward,
+    )
 
 
 def _step_until_quit(

@@ -158,6 +158,15 @@ class OutputBuilder:
             output += length_delimited(2, init.SerializeToString())
         return output
 
+    def encode_agent_infos(self, behavior: str, reports: AgentReports) -> list[bytes]:
+        """Each report as a serialized field 1 holding an ``AgentInfoProto`` (tag and length
+        included), one per agent: the ``agent_info`` of an ``AgentInfoActionPairProto`` as well.
+
+        Raises:
+            KeyError: if ``behavior`` (full name) is not one of this builder's behaviors.
+        """
+        return self._encode_reports(reports, self._encoders[behavior])
+
     def _encode_reports(
         self, reports: AgentReports, encoders: list[ObservationEncoder]
     ) -> list[bytes]:
