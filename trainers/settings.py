@@ -41,6 +41,7 @@ __all__ = [
     "CheckpointSettings",
     "CompletionCriteria",
     "ConfigError",
+    "CuriositySettings",
     "Curriculum",
     "EngineSettings",
     "EnvironmentParameter",
@@ -49,6 +50,8 @@ __all__ = [
     "Lesson",
     "NetworkSettings",
     "PPOHyperparameters",
+    "RNDSettings",
+    "RewardSignalSettings",
     "RunOptions",
     "SACHyperparameters",
     "SamplerSettings",
@@ -67,16 +70,13 @@ logger = logging.getLogger(__name__)
 
 ScheduleType = Literal["linear", "constant"]
 TrainerType = Literal["ppo", "sac"]
-EncoderType = Literal["simple", "nature_cnn"]
+EncoderType = Literal["simple", "nature_cnn", "resnet", "match3", "fully_connected"]
 BackendType = Literal["subprocess", "inprocess", "ray"]
 
 _UNSUPPORTED_TRAINERS = {"poca": "the POCA (multi-agent cooperative) trainer"}
-_UNSUPPORTED_ENCODERS = ("resnet", "match3", "fully_connected")
-_UNSUPPORTED_REWARD_SIGNALS = {
-    "gail": "the GAIL reward signal",
-    "curiosity": "the curiosity reward signal",
-    "rnd": "the RND reward signal",
-}
+_UNSUPPORTED_REWARD_SIGNALS = {"gail": "the GAIL reward signal"}
+# Reward signals besides ``extrinsic`` (PPO only) and their settings.
+_INTRINSIC_SIGNALS: dict[str, type[RewardSignalSettings]] = {}
 _SAMPLER_PARAMETERS = {
     "uniform": ("min_value", "max_value"),
     "gaussian": ("mean", "st_dev"),
@@ -107,7 +107,11 @@ def _unsupported(path: str, feature: str) -> UnsupportedFeatureError:
 
 @dataclass
 class PPOHyperparameters:
-    """PPO hyperparameters (``trainer_type: ppo``); defaults are ML-Agents'."""
+    """PPO hyperparameters (``trainer_type: ppo``); defaults are ML-Agents'.
+
+    ``shared_critic``: the critic is a value head on the policy's own network (ML-Agents'
+    ``SharedActorCritic``) instead of a network of its own.
+    """
 
     batch_size: int = 1024
     buffer_size: int = 10240
@@ -135,8 +139,6 @@ class PPOHyperparameters:
         _check_positive(path, "epsilon", self.epsilon)
         _check_range(path, "lambd", self.lambd, 0.0, 1.0)
         _check_positive(path, "num_epoch", self.num_epoch)
-        if self.shared_critic:
-            raise _unsupported(f"{path}.shared_critic", "a critic shared with the policy")
         # ML-Agents: beta and epsilon follow the learning-rate schedule unless given.
         if self.beta_schedule is None:
             self.beta_schedule = self.learning_rate_schedule
@@ -200,10 +202,6 @@ class NetworkSettings:
         _check_positive(path, "num_layers", self.num_layers)
         if self.memory is not None:
             raise _unsupported(f"{path}.memory", "memory (recurrent LSTM policies)")
-        if self.vis_encode_type in _UNSUPPORTED_ENCODERS:
-            raise _unsupported(
-                f"{path}.vis_encode_type", f"the '{self.vis_encode_type}' visual encoder"
-            )
         if self.vis_encode_type not in get_args(EncoderType):
             raise ConfigError(
                 f"{path}.vis_encode_type: {self.vis_encode_type!r} is not a visual encoder; "
@@ -212,8 +210,9 @@ class NetworkSettings:
 
 
 @dataclass
-class ExtrinsicRewardSettings:
-    """The environment's reward: discounted with ``gamma`` and scaled by ``strength``."""
+class RewardSignalSettings:
+    """What every reward signal has: its rewards are scaled by ``strength`` and discounted with
+    ``gamma`` by a value head of their own; ``network_settings`` shapes the signal's networks."""
 
     gamma: float = 0.99
     strength: float = 1.0
@@ -224,13 +223,46 @@ class ExtrinsicRewardSettings:
 
 
 @dataclass
+class ExtrinsicRewardSettings(RewardSignalSettings):
+    """The environment's reward."""
+
+
+@dataclass
+class CuriositySettings(RewardSignalSettings):
+    """The curiosity (intrinsic curiosity module) signal; ``encoding_size`` is deprecated (it
+    sets ``network_settings.hidden_units`` when ``network_settings`` is not given)."""
+
+    learning_rate: float = 3e-4
+    encoding_size: int | None = None
+
+    def _validate(self, path: str) -> None:
+        super()._validate(path)
+        _check_positive(path, "learning_rate", self.learning_rate)
+
+
+@dataclass
+class RNDSettings(RewardSignalSettings):
+    """The random network distillation signal; ``encoding_size`` as for curiosity."""
+
+    learning_rate: float = 1e-4
+    encoding_size: int | None = None
+
+    def _validate(self, path: str) -> None:
+        super()._validate(path)
+        _check_positive(path, "learning_rate", self.learning_rate)
+
+
+_INTRINSIC_SIGNALS.update({"curiosity": CuriositySettings, "rnd": RNDSettings})
+
+
+@dataclass
 class TrainerSettings:
     """Everything that configures the trainer of one behavior."""
 
     trainer_type: TrainerType = "ppo"
     hyperparameters: Hyperparameters = field(default_factory=PPOHyperparameters)
     network_settings: NetworkSettings = field(default_factory=NetworkSettings)
-    reward_signals: dict[str, ExtrinsicRewardSettings] = field(
+    reward_signals: dict[str, RewardSignalSettings] = field(
         default_factory=lambda: {"extrinsic": ExtrinsicRewardSettings()}
     )
     init_path: str | None = None
@@ -245,7 +277,7 @@ class TrainerSettings:
     behavioral_cloning: dict[str, Any] | None = None
 
     @property
-    def extrinsic(self) -> ExtrinsicRewardSettings:
+    def extrinsic(self) -> RewardSignalSettings:
         """The extrinsic reward-signal settings (always present after validation)."""
         return self.reward_signals["extrinsic"]
 
@@ -726,7 +758,9 @@ def _parse_trainer_settings(
     signals_raw = merged.pop("reward_signals", None)
     settings = _structure(TrainerSettings, merged, path)
     settings.hyperparameters = _structure(hyper_cls, hyper_raw, f"{path}.hyperparameters")
-    settings.reward_signals = _parse_reward_signals(signals_raw, f"{path}.reward_signals")
+    settings.reward_signals = _parse_reward_signals(
+        signals_raw, f"{path}.reward_signals", trainer_type
+    )
     return settings
 
 
@@ -747,23 +781,45 @@ def _reject_other_trainer_keys(raw: Any, cls: type, trainer_type: str, path: str
             )
 
 
-def _parse_reward_signals(raw: Any, path: str) -> dict[str, ExtrinsicRewardSettings]:
+def _parse_reward_signals(
+    raw: Any, path: str, trainer_type: str = "ppo"
+) -> dict[str, RewardSignalSettings]:
     if raw is None:
         return {"extrinsic": ExtrinsicRewardSettings()}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: expected a mapping of reward-signal name to settings.")
-    signals: dict[str, ExtrinsicRewardSettings] = {}
+    signals: dict[str, RewardSignalSettings] = {}
     for name, value in raw.items():
+        where = f"{path}.{name}"
         if name in _UNSUPPORTED_REWARD_SIGNALS:
-            raise _unsupported(f"{path}.{name}", _UNSUPPORTED_REWARD_SIGNALS[name])
-        if name != "extrinsic":
-            valid = ["extrinsic", *_UNSUPPORTED_REWARD_SIGNALS]
+            raise _unsupported(where, _UNSUPPORTED_REWARD_SIGNALS[name])
+        if name == "extrinsic":
+            signals[name] = _structure(ExtrinsicRewardSettings, value, where)
+            continue
+        cls = _INTRINSIC_SIGNALS.get(str(name))
+        if cls is None:
+            valid = ["extrinsic", *_INTRINSIC_SIGNALS, *_UNSUPPORTED_REWARD_SIGNALS]
             raise ConfigError(_unknown_key_message(path, str(name), valid))
-        signals[name] = _structure(ExtrinsicRewardSettings, value, f"{path}.{name}")
+        if trainer_type != "ppo":
+            raise UnsupportedFeatureError(
+                f"{where}: the {name} reward signal is supported by the ppo trainer only, not by "
+                f"{trainer_type} yet; remove it or set trainer_type: ppo."
+            )
+        signal = _structure(cls, value, where)
+        encoding_size = getattr(signal, "encoding_size", None)
+        if encoding_size is not None:
+            logger.warning(
+                "%s.encoding_size is deprecated (as in ML-Agents); use network_settings.", where
+            )
+            if not (isinstance(value, Mapping) and "network_settings" in value):
+                _check_positive(where, "encoding_size", encoding_size)
+                signal.network_settings.hidden_units = int(encoding_size)
+        signals[name] = signal
     if "extrinsic" not in signals:
         raise ConfigError(
             f"{path}: no 'extrinsic' reward signal; add "
-            "'extrinsic: {gamma: 0.99, strength: 1.0}'."
+            "'extrinsic: {gamma: 0.99, strength: 1.0}' (use strength: 0 to learn from the "
+            "other signals only)."
         )
     return signals
 

@@ -57,12 +57,9 @@ def test_unknown_keys_everywhere(data: dict[str, Any], location: str) -> None:
     [
         ({"behaviors": {"B": {"trainer_type": "poca"}}}, "POCA"),
         ({"behaviors": {"B": {"reward_signals": {"gail": {"demo_path": "x"}}}}}, "GAIL"),
-        ({"behaviors": {"B": {"reward_signals": {"curiosity": {}}}}}, "curiosity"),
-        ({"behaviors": {"B": {"reward_signals": {"rnd": {}}}}}, "RND"),
         ({"behaviors": {"B": {"behavioral_cloning": {"demo_path": "x"}}}}, "behavioral cloning"),
         ({"behaviors": {"B": {"self_play": {"window": 10}}}}, "self-play"),
         ({"behaviors": {"B": {"network_settings": {"memory": {"memory_size": 64}}}}}, "memory"),
-        ({"behaviors": {"B": {"network_settings": {"vis_encode_type": "resnet"}}}}, "resnet"),
     ],
 )
 def test_unsupported_features_say_so(data: dict[str, Any], feature: str) -> None:
@@ -262,3 +259,24 @@ def test_every_builtin_example_scene_has_a_ppo_config_for_its_behavior() -> None
         options = parse_run_options(load_config_file(path))
         names = {spec.name for spec in get_scene_class(scene)().behaviors()}
         assert set(options.behaviors) == names, scene
+
+
+def test_network_options_once_refused_are_accepted() -> None:
+    options = parse_run_options(
+        {
+            "behaviors": {
+                "B": {
+                    "hyperparameters": {"shared_critic": True},
+                    "network_settings": {
+                        "vis_encode_type": "match3",
+                        "goal_conditioning_type": "none",
+                    },
+                }
+            }
+        }
+    )
+    settings = options.behaviors["B"]
+    assert isinstance(settings.hyperparameters, PPOHyperparameters)
+    assert settings.hyperparameters.shared_critic is True
+    assert settings.network_settings.vis_encode_type == "match3"
+    assert settings.network_settings.goal_conditioning_type == "none"

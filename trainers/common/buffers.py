@@ -12,10 +12,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ReplayBuffer", "Rollout", "RolloutBuffer", "ValueFunction", "compute_gae"]
+__all__ = [
+    "ReplayBuffer",
+    "Rollout",
+    "RolloutBuffer",
+    "ValueFunction",
+    "compute_gae",
+    "generalized_advantages",
+]
 
 ValueFunction = Callable[[list[np.ndarray]], np.ndarray]
-"""Maps a batch of observations (one ``(B, ...)`` array per entry) to their values ``(B,)``."""
+"""Maps a batch of observations (one ``(B, ...)`` array per entry) to their values ``(B,)``, or
+``(B, k)`` for a critic with ``k`` value heads (the first is the extrinsic one)."""
 
 
 @dataclass
@@ -26,6 +34,13 @@ class Rollout:
     step); ``chain_breaks[t]`` is true where the advantage recursion must not look past step
     ``t`` (episode end, ``time_horizon`` cut, end of rollout); ``valid[t]`` is false for steps
     whose action the environment ignored (next-step autoreset).
+
+    With several value heads, ``values`` and ``next_values`` are those of the first (extrinsic)
+    head and ``head_values`` / ``head_next_values`` ``(T, n, k)`` hold every head's; there,
+    the successor value of an episode's last step is the value of its final observation
+    whether or not the episode terminated (for signals that ignore episode ends).
+    ``next_observations`` (recorded on request) are the successors of each step's
+    observations; ``episode_ends[t]`` is true where an episode ended at step ``t``.
     """
 
     observations: list[np.ndarray]
@@ -39,6 +54,11 @@ class Rollout:
     terminated: np.ndarray
     chain_breaks: np.ndarray
     valid: np.ndarray
+    head_values: np.ndarray | None = None
+    head_next_values: np.ndarray | None = None
+    next_observations: list[np.ndarray] | None = None
+    episode_ends: np.ndarray | None = None
+    group: int = 0
 
     @property
     def num_valid(self) -> int:
@@ -47,20 +67,40 @@ class Rollout:
 
 
 def compute_gae(rollout: Rollout, gamma: float, lambd: float) -> tuple[np.ndarray, np.ndarray]:
-    """Generalized advantage estimates and returns ``(T, n)`` (float32)."""
-    steps = rollout.rewards.shape[0]
-    advantages = np.zeros_like(rollout.rewards, dtype=np.float32)
-    last = np.zeros(rollout.rewards.shape[1], dtype=np.float32)
-    not_terminal = 1.0 - rollout.terminated.astype(np.float32)
-    continues = 1.0 - rollout.chain_breaks.astype(np.float32)
-    deltas = (rollout.rewards + gamma * rollout.next_values * not_terminal - rollout.values).astype(
-        np.float32
+    """Generalized advantage estimates and returns ``(T, n)`` (float32) of the extrinsic head."""
+    return generalized_advantages(
+        rollout.rewards,
+        rollout.values,
+        rollout.next_values,
+        rollout.terminated,
+        rollout.chain_breaks,
+        gamma,
+        lambd,
     )
+
+
+def generalized_advantages(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_values: np.ndarray,
+    terminated: np.ndarray,
+    chain_breaks: np.ndarray,
+    gamma: float,
+    lambd: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Advantages and returns ``(T, n)`` (float32) of one reward stream (see :class:`Rollout`
+    for the arguments' meaning; ``terminated`` steps do not bootstrap)."""
+    steps = rewards.shape[0]
+    advantages = np.zeros_like(rewards, dtype=np.float32)
+    last = np.zeros(rewards.shape[1], dtype=np.float32)
+    not_terminal = 1.0 - terminated.astype(np.float32)
+    continues = 1.0 - chain_breaks.astype(np.float32)
+    deltas = (rewards + gamma * next_values * not_terminal - values).astype(np.float32)
     decay = np.float32(gamma * lambd)
     for t in range(steps - 1, -1, -1):
         last = deltas[t] + decay * continues[t] * last
         advantages[t] = last
-    return advantages, advantages + rollout.values
+    return advantages, advantages + values
 
 
 @dataclass
@@ -87,7 +127,7 @@ class RolloutBuffer:
         """Drop all recorded steps (the horizon counters continue)."""
         names = (
             "observations", "continuous", "discrete", "masks", "log_probs", "bootstrap",
-            "rewards", "terminated", "done", "cut", "valid",
+            "rewards", "terminated", "done", "cut", "valid", "final_values", "next_observations",
         )  # fmt: skip
         self._steps = {name: [] for name in names}
         self._valid_count = 0
@@ -139,18 +179,26 @@ class RolloutBuffer:
         truncated: np.ndarray,
         valid: np.ndarray,
         truncation_values: np.ndarray,
+        next_observations: list[np.ndarray] | None = None,
     ) -> None:
         """Record the environment's answer to the last decision.
 
         ``truncation_values`` holds the value of the final observation where a slot was truncated
-        (bootstrapping); other entries are ignored.
+        (bootstrapping); other entries are ignored. With several value heads it is ``(n, k)``
+        and must hold every head's value of the final observation wherever an episode ended.
+        ``next_observations``: the successors of the decision's observations (the final
+        observation where an episode ended), recorded for :attr:`Rollout.next_observations`.
         """
         done = terminated | truncated
         self._since_cut += valid
         cut = (self._since_cut >= self.time_horizon) & ~done
         self._since_cut[done | cut] = 0
-        bootstrap = np.where(truncated & ~terminated, truncation_values, 0.0).astype(np.float32)
+        final_values = np.asarray(truncation_values, dtype=np.float32)
+        first = final_values if final_values.ndim == 1 else final_values[:, 0]
+        bootstrap = np.where(truncated & ~terminated, first, 0.0).astype(np.float32)
         steps = self._steps
+        steps["final_values"].append(final_values if final_values.ndim == 2 else None)
+        steps["next_observations"].append(next_observations)
         steps["rewards"].append(rewards.astype(np.float32, copy=False))
         steps["terminated"].append(terminated.copy())
         steps["done"].append(done)
@@ -180,12 +228,24 @@ class RolloutBuffer:
         ]
         length, n = len(steps["log_probs"]), self.num_slots
         flat = [entry.reshape(length * n, *entry.shape[2:]) for entry in observations]
-        values = np.asarray(value_of(flat), dtype=np.float32).reshape(length, n)
-        last_values = np.asarray(value_of(list(last_observations)), dtype=np.float32)
+        heads = np.asarray(value_of(flat), dtype=np.float32).reshape(length, n, -1)
+        last_heads = np.asarray(value_of(list(last_observations)), dtype=np.float32)
+        following_heads = np.concatenate([heads[1:], last_heads.reshape(1, n, -1)])
+        values, following = heads[..., 0], following_heads[..., 0]
         done = np.stack(steps["done"])
         bootstrap = np.stack(steps["bootstrap"])
-        following = np.concatenate([values[1:], last_values.reshape(1, n)])
         next_values = np.where(done, bootstrap, following)
+        head_values = head_next_values = None
+        if heads.shape[2] > 1:
+            final = [v if v is not None else np.zeros_like(heads[0]) for v in steps["final_values"]]
+            head_values = heads
+            head_next_values = np.where(done[..., None], np.stack(final), following_heads)
+        next_observations = None
+        recorded = steps["next_observations"]
+        if recorded and all(entry is not None for entry in recorded):
+            next_observations = [
+                np.stack([entry[i] for entry in recorded]) for i in range(len(recorded[0]))
+            ]
         chain_breaks = done | np.stack(steps["cut"])
         chain_breaks[-1] = True
         rollout = Rollout(
@@ -200,6 +260,10 @@ class RolloutBuffer:
             terminated=np.stack(steps["terminated"]),
             chain_breaks=chain_breaks,
             valid=np.stack(steps["valid"]),
+            head_values=head_values,
+            head_next_values=head_next_values,
+            next_observations=next_observations,
+            episode_ends=done,
         )
         self.clear()
         return rollout

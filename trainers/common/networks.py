@@ -2,8 +2,8 @@
 
 Every network encodes its inputs the same way (:class:`ObservationEncoder`): vector entries are
 (optionally) normalized by the trainer's shared :class:`ObservationNormalizer` and concatenated;
-image entries go through a convolutional encoder (``simple``: two conv layers, ``nature_cnn``:
-the three-layer DQN network) producing ``hidden_units`` features. The encoding feeds an MLP of
+image entries go through the ``vis_encode_type`` encoder of :mod:`trainers.common.encoders`
+producing ``hidden_units`` features. The encoding feeds an MLP of
 ``num_layers`` x ``hidden_units`` SiLU layers and a head. Goal-signal entries
 (``ObservationEntry.goal``) are features too and, with ``goal_conditioning_type: hyper``
 (ML-Agents' default), also generate the weights of the last hidden layer (:class:`HyperLinear`).
@@ -25,11 +25,12 @@ from torch import nn
 from torch.nn import functional
 
 from trainers.common.distributions import ActionDistribution, mask_logits
+from trainers.common.encoders import visual_encoder
 from trainers.common.flat_adam import FlatAdam
 from trainers.common.normalizer import ObservationNormalizer
 from trainers.common.parameter_buffer import ParameterBuffer
-from trainers.common.spaces import ActionLayout, ObservationEntry, ObservationLayout
-from trainers.settings import ConfigError, NetworkSettings
+from trainers.common.spaces import ActionLayout, ObservationLayout
+from trainers.settings import NetworkSettings
 
 __all__ = [
     "Body",
@@ -43,11 +44,8 @@ __all__ = [
     "build_normalizer",
     "make_adam",
     "polyak_update",
+    "share_policy_body",
 ]
-
-# Smallest image side each encoder accepts (its convolutions need this much input).
-MIN_IMAGE_SIDE = {"simple": 20, "nature_cnn": 36}
-_CONV_GAIN = math.sqrt(2.0)  # the dense layer after the convolutions (leaky ReLU)
 
 
 def build_normalizer(layout: ObservationLayout, normalize: bool) -> ObservationNormalizer:
@@ -77,39 +75,6 @@ def _value_head(in_size: int, out_size: int) -> nn.Linear:
     return layer
 
 
-def _conv_out(side: int, kernel: int, stride: int) -> int:
-    return (side - kernel) // stride + 1
-
-
-def _visual_encoder(entry: ObservationEntry, kind: str, output_size: int) -> nn.Module:
-    channels, height, width = entry.network_shape
-    minimum = MIN_IMAGE_SIDE[kind]
-    if height < minimum or width < minimum:
-        raise ConfigError(
-            f"observation {entry.name!r}: image {height}x{width} is too small for "
-            f"vis_encode_type '{kind}' (needs at least {minimum}x{minimum}); use a larger "
-            "image or another encoder."
-        )
-    # (out_channels, kernel, stride) per convolution
-    simple = [(16, 8, 4), (32, 4, 2)]
-    nature = [(32, 8, 4), (64, 4, 2), (64, 3, 1)]
-    specs = simple if kind == "simple" else nature
-    layers: list[nn.Module] = []
-    in_channels, h, w = channels, height, width
-    for out_channels, kernel, stride in specs:
-        # PyTorch's default initialization, as in ML-Agents (orthogonal weights with gain
-        # sqrt(2) made the features ~6x larger and GridWorld's policy collapsed within 40k steps).
-        layers += [nn.Conv2d(in_channels, out_channels, kernel, stride), nn.LeakyReLU()]
-        in_channels = out_channels
-        h, w = _conv_out(h, kernel, stride), _conv_out(w, kernel, stride)
-    layers += [
-        nn.Flatten(),
-        _linear(in_channels * h * w, output_size, _CONV_GAIN),
-        nn.LeakyReLU(),
-    ]
-    return nn.Sequential(*layers)
-
-
 class ObservationEncoder(nn.Module):
     """Turns the list of network-format observation tensors into one feature vector."""
 
@@ -134,7 +99,7 @@ class ObservationEncoder(nn.Module):
             if entry.kind == "image":
                 self.visual_index.append(index)
                 encoders.append(
-                    _visual_encoder(entry, settings.vis_encode_type, settings.hidden_units)
+                    visual_encoder(entry, settings.vis_encode_type, settings.hidden_units)
                 )
                 size += settings.hidden_units
             else:
@@ -323,26 +288,38 @@ class PolicyNetwork(nn.Module):
 
 
 class ValueNetwork(nn.Module):
-    """State-value critic ``V(s)`` (one output: the extrinsic reward stream)."""
+    """State-value critic ``V(s)``: one value head per reward signal on a shared body.
+
+    ``head`` values the extrinsic reward; ``signal_heads`` (``heads - 1`` of them, each
+    Glorot-uniform like ``head``) value the other signals, in the trainer's signal order.
+    With one head the values are ``(n,)``; with several, ``(n, heads)`` (extrinsic first).
+    """
 
     def __init__(
         self,
         layout: ObservationLayout,
         settings: NetworkSettings,
         normalizer: ObservationNormalizer,
+        heads: int = 1,
     ) -> None:
         super().__init__()
         self.encoder = ObservationEncoder(layout, settings, normalizer)
         self.body = Body(self.encoder.output_size, settings, self.encoder.goal_size)
         self.head = _value_head(settings.hidden_units, 1)
+        self.signal_heads = nn.ModuleList(
+            [_value_head(settings.hidden_units, 1) for _ in range(heads - 1)]
+        )
 
     def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
-        """Values ``(n,)``."""
+        """Values ``(n,)`` with one head, ``(n, heads)`` with several."""
         return self.value(self.body(*self.encoder(observations)))
 
     def value(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Values ``(n,)`` given the body's output ``hidden`` ``(n, hidden_units)``."""
-        return self.head(hidden).squeeze(-1)
+        """Values given the body's output ``hidden`` ``(n, hidden_units)`` (shapes as
+        :meth:`forward`)."""
+        if not len(self.signal_heads):
+            return self.head(hidden).squeeze(-1)
+        return torch.cat([self.head(hidden), *(head(hidden) for head in self.signal_heads)], 1)
 
 
 class QNetwork(nn.Module):
@@ -399,3 +376,16 @@ def polyak_update(source: nn.Module, target: nn.Module, tau: float) -> None:
     target_params: list[torch.Tensor] = list(target.parameters())
     torch._foreach_mul_(target_params, 1.0 - tau)
     torch._foreach_add_(target_params, source_params, alpha=tau)
+
+
+def share_policy_body(critic: ValueNetwork, policy: PolicyNetwork) -> None:
+    """Make ``critic`` value heads on ``policy``'s encoder and body (PPO's ``shared_critic``,
+    ML-Agents' ``SharedActorCritic``); ``critic``'s own encoder and body are dropped.
+
+    The shared modules stay the policy's alone: they are not submodules of ``critic``, so
+    ``critic.parameters()`` and ``critic.state_dict()`` hold only its heads, and the shared body
+    is optimized, checkpointed and exported once, with the policy.
+    """
+    del critic.encoder, critic.body
+    object.__setattr__(critic, "encoder", policy.encoder)
+    object.__setattr__(critic, "body", policy.body)

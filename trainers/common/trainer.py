@@ -193,6 +193,12 @@ class Trainer(ABC):
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """Named optimizers saved in checkpoints."""
 
+    def optional_parts(self) -> set[str]:
+        """Names among :meth:`modules` and :meth:`optimizers` that a checkpoint may lack (parts
+        added by a newer configuration, such as a reward signal): they keep their current
+        state, with a warning."""
+        return set()
+
     def extra_state(self) -> dict[str, Any]:
         """Algorithm-specific counters to save (tensors, numbers, strings)."""
         return {}
@@ -345,8 +351,24 @@ class Trainer(ABC):
                 f"{self.behavior_name} uses {self.trainer_type!r}; use a checkpoint of the "
                 "same trainer_type."
             )
+        optional = self.optional_parts()
+        missing = sorted(
+            name
+            for group, parts in (("modules", self.modules()), ("optimizers", self.optimizers()))
+            for name in parts
+            if name in optional and name not in state[group]
+        )
+        if missing:
+            logger.warning(
+                "%s: the checkpoint has no %s (written before they were configured?); they "
+                "start fresh.",
+                self.behavior_name,
+                ", ".join(missing),
+            )
         with self.model_lock:
             for name, module in self.modules().items():
+                if name in missing:
+                    continue
                 self._load_part(
                     module,
                     state["modules"],
@@ -356,6 +378,8 @@ class Trainer(ABC):
                 )
             if restore_progress:
                 for name, optimizer in self.optimizers().items():
+                    if name in missing:
+                        continue
                     self._load_part(
                         optimizer,
                         state["optimizers"],

@@ -19,18 +19,32 @@ updates see the statistics of the data they are computed on (as in ML-Agents, wh
 trajectory updates the normalizer before its values are estimated).
 
 Learning rate, ``epsilon`` and ``beta`` follow their schedules over ``max_steps``.
+
+Reward signals (:mod:`trainers.reward_signals`), as in ML-Agents: every signal's rewards are
+scaled by its ``strength`` (intrinsic ones are evaluated when the rollout closes, with the
+signal's networks as they are then) and get a value head of their own; each signal has its own
+advantages and returns with its own ``gamma`` (curiosity and RND bootstrap through episode ends);
+the policy follows the mean of the signals' advantages, the value loss is the mean over the
+heads, and the intrinsic signals' networks train on every minibatch after the policy's step.
+With the extrinsic signal alone, this is the algorithm above.
+
+With ``shared_critic`` the critic is value heads on the policy's encoder and body (ML-Agents'
+``SharedActorCritic``): both losses train that one body, which the checkpoint holds once, with
+the policy.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.buffers import Rollout, RolloutBuffer, compute_gae
+from trainers.common.buffers import Rollout, RolloutBuffer, generalized_advantages
 from trainers.common.distributions import ActionDistribution
 from trainers.common.networks import (
     PolicyNetwork,
@@ -39,14 +53,18 @@ from trainers.common.networks import (
     body_stacks,
     build_normalizer,
     make_adam,
+    share_policy_body,
 )
 from trainers.common.schedules import Schedule
 from trainers.common.trainer import Trainer, TrainerContext
 from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.reward_signals import RewardSignal, SignalBatch, create_signals
 from trainers.settings import PPOHyperparameters
 from unity_gym.timers import hierarchical_timer
 
 __all__ = ["PPOTrainer"]
+
+logger = logging.getLogger("trainers")
 
 VALUE_LOSS_COEF = 0.5
 VALUE_CHUNK = 4096  # observations per critic pass when a rollout closes
@@ -74,7 +92,16 @@ class PPOTrainer(Trainer):
         self.policy = PolicyNetwork(
             layout, context.action_layout, net, self.normalizer, squash=False
         ).to(self.device)
-        self.critic = ValueNetwork(layout, net, self.normalizer).to(self.device)
+        #: The reward signals, extrinsic first (value head ``j`` values signal ``j``).
+        self.signals: list[RewardSignal] = create_signals(
+            self.settings.reward_signals, layout, context.action_layout, self.device
+        )
+        self.intrinsic = self.signals[1:]
+        self.critic = ValueNetwork(layout, net, self.normalizer, heads=len(self.signals)).to(
+            self.device
+        )
+        if hyper.shared_critic:  # value heads on the policy's body, saved with the policy
+            share_policy_body(self.critic, self.policy)
         self.parameters = [*self.policy.parameters(), *self.critic.parameters()]
         stacks = self._body_stacks()
         self.optimizer = make_adam(self.parameters, hyper.learning_rate, stacks=stacks)
@@ -94,15 +121,18 @@ class PPOTrainer(Trainer):
             hyper.epsilon_schedule, hyper.epsilon, min(MIN_EPSILON, hyper.epsilon), max_steps
         )
         self.beta = Schedule(hyper.beta_schedule, hyper.beta, min(MIN_BETA, hyper.beta), max_steps)
-        self.gamma = self.settings.extrinsic.gamma
-        self.reward_scale = self.settings.extrinsic.strength
         self.deterministic = net.deterministic
+        self._needs_next = any(signal.needs_next_observations for signal in self.signals)
+        #: Per slot group: each slot's scaled reward of every signal since its episode began.
+        self._episode_sums: dict[int, np.ndarray] = {}
         # One rollout buffer per slot group (see BehaviorStep.group): groups step independently.
         self.buffers: dict[int, RolloutBuffer] = {}
         self._last_observations: dict[int, list[np.ndarray]] = {}
 
     def _body_stacks(self) -> list[tuple[nn.Parameter, ...]]:
         """The parameter groups of the stacked update pass; none when it does not apply."""
+        if self.hyper.shared_critic:  # one body: nothing to stack
+            return []
         if self.policy.encoder.visual_index:  # image encoders have parameters of their own
             return []
         try:
@@ -111,10 +141,50 @@ class PPOTrainer(Trainer):
             return []
 
     def modules(self) -> dict[str, nn.Module]:
-        return {"policy": self.policy, "critic": self.critic}
+        modules: dict[str, nn.Module] = {"policy": self.policy, "critic": self.critic}
+        for signal in self.intrinsic:
+            for name, module in signal.modules().items():
+                modules[f"reward_signal.{signal.key}.{name}"] = module
+        return modules
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        return {"optimizer": self.optimizer}
+        optimizers: dict[str, torch.optim.Optimizer] = {"optimizer": self.optimizer}
+        for signal in self.intrinsic:
+            for name, optimizer in signal.optimizers().items():
+                optimizers[f"reward_signal.{signal.key}.{name}"] = optimizer
+        return optimizers
+
+    def load_state_dict(self, state: dict[str, Any], *, restore_progress: bool) -> None:
+        """As :meth:`Trainer.load_state_dict`; a critic saved without the intrinsic signals'
+        value heads (before they were configured) gets fresh ones, with a warning (the
+        optimizer's state then no longer fits: ``--initialize-from`` loads such a checkpoint,
+        ``--resume`` refuses it)."""
+        modules = state.get("modules")
+        critic = modules.get("critic") if isinstance(modules, dict) else None
+        if (
+            self.intrinsic
+            and isinstance(modules, dict)
+            and isinstance(critic, dict)
+            and not any(key.startswith("signal_heads.") for key in critic)
+        ):
+            fresh = {
+                key: value
+                for key, value in self.critic.state_dict().items()
+                if key.startswith("signal_heads.")
+            }
+            logger.warning(
+                "%s: the checkpoint's critic has no value heads for %s; they start fresh.",
+                self.behavior_name,
+                ", ".join(signal.key for signal in self.intrinsic),
+            )
+            state = {**state, "modules": {**modules, "critic": {**critic, **fresh}}}
+        super().load_state_dict(state, restore_progress=restore_progress)
+
+    def optional_parts(self) -> set[str]:
+        """The reward signals' parts: a checkpoint written without the signal (before it was
+        configured) keeps their fresh networks (the critic must still fit)."""
+        names = set(self.modules()) | set(self.optimizers())
+        return {name for name in names if name.startswith("reward_signal.")}
 
     # -- acting ----------------------------------------------------------------------------
 
@@ -165,19 +235,24 @@ class PPOTrainer(Trainer):
         buffer = self.buffers.get(step.group)
         if buffer is None or not buffer.awaiting_outcome:  # the decision was not recorded
             return
-        truncation_values = np.zeros(len(step.valid), dtype=np.float32)
-        bootstrap = step.truncated & ~step.terminated
+        heads = len(self.signals)
+        truncation_values = np.zeros(
+            (len(step.valid), heads) if heads > 1 else len(step.valid), dtype=np.float32
+        )
+        # signals that ignore episode ends need the final observation's value there too
+        bootstrap = step.done if heads > 1 else step.truncated & ~step.terminated
         if bootstrap.any():
             rows = np.flatnonzero(bootstrap)
             final = [entry[rows] for entry in step.final_observations]
             with self.model_lock, torch.no_grad():
                 truncation_values[rows] = self.critic(self.tensors(final)).cpu().numpy()
         buffer.add_outcome(
-            step.rewards * self.reward_scale,
+            step.rewards,  # scaled by the extrinsic signal's strength when the rollout closes
             step.terminated,
             step.truncated,
             step.valid,
             truncation_values,
+            list(step.final_observations) if self._needs_next else None,
         )
         self._last_observations[step.group] = step.observations
 
@@ -192,11 +267,12 @@ class PPOTrainer(Trainer):
 
     def _take_update_job(self) -> Callable[[], None]:
         self._absorb_observations()
-        rollouts = [
-            buffer.finish(self._values, self._last_observations[group])
-            for group, buffer in self.buffers.items()
-            if buffer.num_steps
-        ]
+        rollouts = []
+        for group, buffer in self.buffers.items():
+            if buffer.num_steps:
+                rollout = buffer.finish(self._values, self._last_observations[group])
+                rollout.group = group
+                rollouts.append(rollout)
         step = self.step
         return lambda: self._update(rollouts, step)
 
@@ -222,20 +298,125 @@ class PPOTrainer(Trainer):
             normalizer.update(observations)
 
     def _values(self, observations: list[np.ndarray]) -> np.ndarray:
-        """The critic's values of a batch of raw observations, evaluated in chunks."""
+        """The critic's values of a batch of raw observations, evaluated in chunks (``(B,)``,
+        or ``(B, heads)`` with several reward signals)."""
         size = len(observations[0])
-        values = np.empty(size, dtype=np.float32)
+        heads = len(self.signals)
+        values = np.empty((size, heads) if heads > 1 else size, dtype=np.float32)
         with self.model_lock, torch.no_grad():
             for start in range(0, size, VALUE_CHUNK):
                 chunk = [entry[start : start + VALUE_CHUNK] for entry in observations]
                 values[start : start + VALUE_CHUNK] = self.critic(self.tensors(chunk)).cpu().numpy()
         return values
 
+    def _signal_rewards(
+        self, rollouts: list[Rollout], flat: _SignalRows | None
+    ) -> list[np.ndarray]:
+        """Every signal's scaled rewards per rollout, ``(T, n, signals)`` (0 on invalid steps).
+
+        The intrinsic signals first absorb the valid steps of ``flat`` (the rollouts' rows;
+        ``None`` without intrinsic signals) into their normalization, then evaluate them in
+        chunks.
+        """
+        extrinsic = self.signals[0]
+        rewards = [
+            np.zeros((*rollout.valid.shape, len(self.signals)), dtype=np.float32)
+            for rollout in rollouts
+        ]
+        for rollout, out in zip(rollouts, rewards, strict=True):
+            batch = SignalBatch([], None, None, None, torch.as_tensor(rollout.rewards))
+            out[..., 0] = extrinsic.evaluate(batch).reshape(rollout.valid.shape)
+            out[..., 0] *= np.float32(extrinsic.strength)
+            out[~rollout.valid] = 0.0
+        if flat is None:
+            return rewards
+        valid = np.concatenate([rollout.valid.reshape(-1) for rollout in rollouts])
+        valid_rows = np.flatnonzero(valid)
+        rows = torch.as_tensor(valid_rows, dtype=torch.long, device=self.device)
+        whole = flat.batch(self, rows)
+        with self.model_lock:
+            for signal in self.intrinsic:
+                signal.absorb(whole)
+        evaluated = np.zeros((len(valid), len(self.intrinsic)), dtype=np.float32)
+        for start in range(0, len(valid_rows), VALUE_CHUNK):
+            batch = flat.batch(self, rows[start : start + VALUE_CHUNK])
+            for j, signal in enumerate(self.intrinsic):
+                scaled = signal.evaluate(batch) * np.float32(signal.strength)
+                evaluated[valid_rows[start : start + VALUE_CHUNK], j] = scaled
+        start = 0
+        for rollout, out in zip(rollouts, rewards, strict=True):
+            size = rollout.valid.size
+            out[..., 1:] = evaluated[start : start + size].reshape(*rollout.valid.shape, -1)
+            start += size
+        return rewards
+
+    def _estimates(self, rollout: Rollout, rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Advantages ``(T, n)`` (the mean over the signals) and returns (``(T, n)``, or
+        ``(T, n, signals)`` with several signals), each signal with its own ``gamma``."""
+        lambd = self.hyper.lambd
+        if len(self.signals) == 1:
+            return generalized_advantages(
+                rewards[..., 0],
+                rollout.values,
+                rollout.next_values,
+                rollout.terminated,
+                rollout.chain_breaks,
+                self.signals[0].gamma,
+                lambd,
+            )
+        assert rollout.head_values is not None and rollout.head_next_values is not None
+        never = np.zeros_like(rollout.terminated)
+        advantages, returns = [], []
+        for j, signal in enumerate(self.signals):
+            advantage, returned = generalized_advantages(
+                rewards[..., j],
+                rollout.head_values[..., j],
+                rollout.head_next_values[..., j],
+                never if signal.ignore_done else rollout.terminated,
+                rollout.chain_breaks,
+                signal.gamma,
+                lambd,
+            )
+            advantages.append(advantage)
+            returns.append(returned)
+        mean = np.asarray(np.mean(advantages, axis=0), dtype=np.float32)
+        return mean, np.stack(returns, axis=-1)
+
+    def _record_signal_rewards(self, rollouts: list[Rollout], rewards: list[np.ndarray]) -> None:
+        """Add each finished episode's sum of every signal's scaled rewards to the statistics
+        (``Policy/<Name> Reward``, as ML-Agents)."""
+        for rollout, scaled in zip(rollouts, rewards, strict=True):
+            sums = self._episode_sums.get(rollout.group)
+            if sums is None or sums.shape != scaled.shape[1:]:
+                sums = np.zeros(scaled.shape[1:], dtype=np.float64)
+            ends = rollout.episode_ends
+            for t in range(len(scaled)):
+                sums += scaled[t]
+                if ends is not None and ends[t].any():
+                    for slot in np.flatnonzero(ends[t] & rollout.valid[t]):
+                        for j, signal in enumerate(self.signals):
+                            self.context.stats.add(
+                                f"Policy/{signal.name} Reward", float(sums[slot, j])
+                            )
+                    sums[ends[t]] = 0.0
+            self._episode_sums[rollout.group] = sums
+
     def _update(self, rollouts: list[Rollout], step: int) -> None:
         hyper = self.hyper
+        signal_rows = (
+            _SignalRows(rollouts, self.device, with_next=self._needs_next)
+            if self.intrinsic
+            else None
+        )
         with hierarchical_timer("compute_advantages"):
-            estimates = [compute_gae(rollout, self.gamma, hyper.lambd) for rollout in rollouts]
+            rewards = self._signal_rewards(rollouts, signal_rows)
+            estimates = [
+                self._estimates(rollout, scaled)
+                for rollout, scaled in zip(rollouts, rewards, strict=True)
+            ]
+        self._record_signal_rewards(rollouts, rewards)
         data = _UpdateData(rollouts, estimates, self.device)
+        signal_losses: dict[str, list[float]] = {}
         if self.stacked_bodies is not None:
             # The normalizer is fixed during the update: encode every row once.
             with self.model_lock, torch.no_grad():
@@ -254,19 +435,27 @@ class PPOTrainer(Trainer):
             for b in range(num_batches):
                 rows = order[b * batch_size : (b + 1) * batch_size]
                 totals += self._minibatch_step(data.minibatch(rows), epsilon, beta)
+                if signal_rows is not None:
+                    batch = signal_rows.batch(self, rows)
+                    for signal in self.intrinsic:
+                        with self.model_lock:
+                            losses = signal.update(batch)
+                        for key, value in losses.items():
+                            signal_losses.setdefault(key, []).append(value)
         means = (totals / (hyper.num_epoch * num_batches)).tolist()
         self.update_count += 1
-        self.context.stats.add_many(
-            {
-                "Losses/Policy Loss": means[0],
-                "Losses/Value Loss": means[1],
-                "Policy/Entropy": means[2],
-                "Policy/Learning Rate": learning_rate,
-                "Policy/Epsilon": epsilon,
-                "Policy/Beta": beta,
-                "Policy/Extrinsic Value Estimate": data.mean_value,
-            }
-        )
+        stats = {
+            "Losses/Policy Loss": means[0],
+            "Losses/Value Loss": means[1],
+            "Policy/Entropy": means[2],
+            "Policy/Learning Rate": learning_rate,
+            "Policy/Epsilon": epsilon,
+            "Policy/Beta": beta,
+        }
+        for signal, value in zip(self.signals, data.mean_values, strict=True):
+            stats[f"Policy/{signal.name} Value Estimate"] = value
+        stats.update({key: float(np.mean(values)) for key, values in signal_losses.items()})
+        self.context.stats.add_many(stats)
 
     def _evaluate(self, batch: _Minibatch) -> tuple[ActionDistribution, torch.Tensor]:
         """The policy's distribution and the critic's values on ``batch``, with gradients (one
@@ -276,6 +465,9 @@ class PPOTrainer(Trainer):
             hidden = self.stacked_bodies(batch.features)
             return self.policy.distribution(hidden[0], batch.masks), self.critic.value(hidden[1])
         observations = self.tensors(batch.observations)
+        if self.hyper.shared_critic:  # one pass through the shared body
+            hidden = self.policy.body(*self.policy.encoder(observations))
+            return self.policy.distribution(hidden, batch.masks), self.critic.value(hidden)
         return self.policy(observations, batch.masks), self.critic(observations)
 
     def _minibatch_step(self, batch: _Minibatch, epsilon: float, beta: float) -> torch.Tensor:
@@ -360,14 +552,26 @@ class _UpdateData:
         masks = optional([rollout.masks for rollout in rollouts])
         self.masks = None if masks is None else masks.to(torch.float32)
         self.log_probs = flat([rollout.log_probs for rollout in rollouts])
-        self.values = flat([rollout.values for rollout in rollouts])
+        self.values = flat(
+            [
+                rollout.values if rollout.head_values is None else rollout.head_values
+                for rollout in rollouts
+            ]
+        )
         self.returns = flat([returns for _, returns in estimates])
         self.advantages = flat([advantages for advantages, _ in estimates])
         valid_advantages = self.advantages[self.valid_rows]
         self.advantages[self.valid_rows] = (valid_advantages - valid_advantages.mean()) / (
             valid_advantages.std(unbiased=False) + 1e-8
         )
-        self.mean_value = float(self.values[self.valid_rows].mean())
+        valid_values = self.values[self.valid_rows]
+        #: The mean value estimate of every head (one entry with a single head).
+        self.mean_values: list[float] = (
+            valid_values.mean(dim=0).tolist()
+            if valid_values.dim() > 1
+            else [float(valid_values.mean())]
+        )
+        self.mean_value = self.mean_values[0]
 
     def minibatch(self, rows: torch.Tensor) -> _Minibatch:
         """The rows ``rows`` of every field."""
@@ -386,6 +590,45 @@ class _UpdateData:
             values=self.values[rows],
             advantages=self.advantages[rows],
             returns=self.returns[rows],
+        )
+
+
+class _SignalRows:
+    """The rollouts' steps flattened like :class:`_UpdateData`'s rows, for reward signals."""
+
+    def __init__(self, rollouts: list[Rollout], device: torch.device, *, with_next: bool) -> None:
+        def flat(arrays: list[np.ndarray]) -> torch.Tensor:
+            return torch.as_tensor(
+                np.concatenate([a.reshape(-1, *a.shape[2:]) for a in arrays]), device=device
+            )
+
+        count = len(rollouts[0].observations)
+        self.observations = [flat([r.observations[i] for r in rollouts]) for i in range(count)]
+        self.next_observations: list[torch.Tensor] | None = None
+        if with_next:
+            nexts = [r.next_observations for r in rollouts]
+            if any(entry is None for entry in nexts):
+                raise RuntimeError("a reward signal needs next observations the rollout lacks.")
+            self.next_observations = [
+                flat([entry[i] for entry in nexts if entry is not None]) for i in range(count)
+            ]
+        continuous = [r.continuous for r in rollouts if r.continuous is not None]
+        discrete = [r.discrete for r in rollouts if r.discrete is not None]
+        self.continuous = flat(continuous) if continuous else None
+        self.discrete = flat(discrete) if discrete else None
+        self.rewards = flat([r.rewards for r in rollouts])
+
+    def batch(self, trainer: PPOTrainer, rows: torch.Tensor) -> SignalBatch:
+        """The steps ``rows`` in network format."""
+        nexts = self.next_observations
+        return SignalBatch(
+            observations=trainer.tensors([entry[rows] for entry in self.observations]),
+            next_observations=(
+                None if nexts is None else trainer.tensors([entry[rows] for entry in nexts])
+            ),
+            continuous=None if self.continuous is None else self.continuous[rows],
+            discrete=None if self.discrete is None else self.discrete[rows],
+            rewards=self.rewards[rows],
         )
 
 

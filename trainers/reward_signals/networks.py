@@ -1,0 +1,49 @@
+"""Building blocks shared by the learned reward signals: an observation embedding and dense
+layers."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from trainers.common.networks import Body, ObservationEncoder, build_normalizer
+from trainers.common.spaces import ObservationLayout
+from trainers.settings import NetworkSettings
+
+__all__ = ["StateEmbedding", "dense"]
+
+
+def dense(in_size: int, out_size: int) -> nn.Linear:
+    """A dense layer with He-normal (linear unit) weights and zero bias."""
+    layer = nn.Linear(in_size, out_size)
+    nn.init.kaiming_normal_(layer.weight, nonlinearity="linear")
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class StateEmbedding(nn.Module):
+    """Observations to ``hidden_units`` features: the signal's own encoder (and, with
+    ``normalize``, its own running normalization) followed by ``num_layers`` SiLU layers."""
+
+    def __init__(self, layout: ObservationLayout, settings: NetworkSettings) -> None:
+        super().__init__()
+        self.normalizer = build_normalizer(layout, settings.normalize)
+        self.encoder = ObservationEncoder(layout, settings, self.normalizer)
+        self.body = Body(self.encoder.output_size, settings, self.encoder.goal_size)
+        self.output_size = settings.hidden_units
+
+    def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
+        """``(n, hidden_units)``."""
+        return self.body(*self.encoder(observations))
+
+    @torch.no_grad()
+    def absorb(self, observations: list[torch.Tensor]) -> None:
+        """Add a batch of network-format observations to the running normalization."""
+        normalizer = self.normalizer
+        if not normalizer.normalizers:
+            return
+        flat: list[torch.Tensor | None] = [None] * len(observations)
+        for index in normalizer.entry_index:
+            entry = observations[index]
+            flat[index] = entry.reshape(len(entry), -1).to(torch.float32)
+        normalizer.update(flat)
