@@ -136,10 +136,20 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("block_scale", 6.0),),  # big enough to touch the goal early
         late_float_parameters=(("block_drag", 1.0),),
     ),
-    "Pyramids": Scenario("Pyramids", options={"max_step": "60"}),  # episodes end in the run
-    "Hallway": Scenario("Hallway", options={"max_step": "60"}),  # episodes end in the run
+    # episodes end within the run; a few areas keep the run short
+    "Pyramids": Scenario("Pyramids", options={"max_step": "60"}, num_agents=4),
+    "Hallway": Scenario("Hallway", options={"max_step": "60"}, num_agents=4),
     "PushBlockCollab": Scenario(  # group episodes end (interrupted) within the run
-        "PushBlockCollab", options={"max_environment_steps": "40"}, exercises=frozenset({"groups"})
+        "PushBlockCollab",
+        options={"max_environment_steps": "40"},
+        num_agents=6,
+        exercises=frozenset({"groups"}),
+    ),
+    "WallJump": Scenario(
+        "WallJump",
+        num_agents=8,
+        float_parameters=(("small_wall_height", 3.0),),
+        late_float_parameters=(("big_wall_height", 7.0),),
     ),
     "SoccerTwos": Scenario(
         "SoccerTwos",

@@ -180,6 +180,7 @@ def test_a_missing_ray_is_a_clear_error(tmp_path: Path) -> None:
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
 
 
+@pytest.mark.slow  # the Ray PettingZoo env has its own tests; this one adds unity-train on top
 def test_games_with_several_behaviors_train_in_ray_actors(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="Ray is not installed (pip install unity-gym[ray])")
     config = yaml.safe_load((REPO / "trainers" / "configs" / "Tennis_ppo.yaml").read_text())
