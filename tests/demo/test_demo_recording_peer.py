@@ -4,6 +4,7 @@ our reader decodes them."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,17 +20,23 @@ pytestmark = [pytest.mark.peer, pytest.mark.timeout(240)]
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("scene", "steps"), [("3DBall", 300), ("Basic", 150), ("PushBlock", 200)])
-def test_recorded_demo_matches_official_decoding(
-    peer_python: Path, tmp_path: Path, scene: str, steps: int
-) -> None:
-    path = tmp_path / f"{scene}.demo"
+def _record(scene: str, steps: int, folder: Path) -> Path:
+    """``steps`` agent steps of ``scene``'s heuristic play, recorded by a real player."""
+    path = folder / f"{scene}.demo"
     player = subprocess.run(
         [sys.executable, "-m", "unity_gym.player", "--scene", scene,
          "--record-demo", str(path), "--record-steps", str(steps)],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert player.returncode == 0, player.stdout + player.stderr
+    return path
+
+
+@pytest.mark.parametrize(("scene", "steps"), [("3DBall", 300), ("Basic", 150), ("PushBlock", 200)])
+def test_recorded_demo_matches_official_decoding(
+    peer_python: Path, tmp_path: Path, scene: str, steps: int
+) -> None:
+    path = _record(scene, steps, tmp_path)
     out = tmp_path / "official.npz"
     proc = subprocess.run(
         [str(peer_python), "-c", PEER_DUMP, str(path), str(out)],
@@ -79,15 +86,7 @@ def test_official_demo_to_buffer_reads_a_recorded_demo(
     peer_python: Path, tmp_path: Path, scene: str, steps: int
 ) -> None:
     """What GAIL and behavioral cloning in ``mlagents-learn`` load: ``demo_to_buffer``."""
-    import json
-
-    path = tmp_path / f"{scene}.demo"
-    player = subprocess.run(
-        [sys.executable, "-m", "unity_gym.player", "--scene", scene,
-         "--record-demo", str(path), "--record-steps", str(steps)],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert player.returncode == 0, player.stdout + player.stderr
+    path = _record(scene, steps, tmp_path)
     proc = subprocess.run(
         [str(peer_python), "-c", OFFICIAL_BUFFER, str(path)],
         capture_output=True,
