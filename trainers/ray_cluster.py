@@ -36,11 +36,14 @@ class RayCluster:
         address: the cluster's address (``"local"`` for an instance started by this run).
         actor_options: the options of every game actor (resources, spreading).
         started_here: whether this run started the Ray instance (it stops it on close).
+        connected_here: whether this run connected to Ray (False when the calling program had
+            already initialized Ray: its connection is left alone on close).
     """
 
     address: str
     actor_options: dict[str, Any] = field(default_factory=dict)
     started_here: bool = False
+    connected_here: bool = True
 
     def describe(self) -> str:
         """One line: where the cluster is, its nodes and CPUs."""
@@ -51,10 +54,10 @@ class RayCluster:
         return f"Ray cluster at {self.address}: {len(nodes)} node(s), {cpus:g} CPU(s)"
 
     def close(self) -> None:
-        """Disconnect from the cluster (and stop the instance this run started)."""
+        """Disconnect from the cluster if this run connected (stopping an instance it started)."""
         import ray
 
-        if ray.is_initialized():
+        if self.connected_here and ray.is_initialized():
             ray.shutdown()
 
 
@@ -85,7 +88,7 @@ def connect_ray(settings: EnvironmentSettings, num_games: int) -> RayCluster:
         options["resources"] = {k: float(v) for k, v in settings.ray_game_resources.items()}
     quiet: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
     if ray.is_initialized():
-        return RayCluster("the running Ray instance", options)
+        return RayCluster("the running Ray instance", options, connected_here=False)
     address = settings.ray_address
     if address is not None and address != "local":
         try:
