@@ -571,7 +571,6 @@ class _UpdateData:
             if valid_values.dim() > 1
             else [float(valid_values.mean())]
         )
-        self.mean_value = self.mean_values[0]
 
     def minibatch(self, rows: torch.Tensor) -> _Minibatch:
         """The rows ``rows`` of every field."""

@@ -55,8 +55,9 @@ from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.pettingzoo.parallel_env import UnityParallelEnv
 from unity_gym.registration import GameSettings
 from unity_gym.vector.backends.ray_pool import (
-    RayPlacementError,
+    first_line,
     game_actor_options,
+    placement_error,
     this_node,
 )
 from unity_gym.vector.faults import RestartLimitError, RestartPolicy, RestartTracker
@@ -423,16 +424,12 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
         ready, _ = ray.wait([probe], timeout=self._timeout_wait)
         if not ready:
             self.close()
-            wanted = {
-                key: value
-                for key, value in self._options.items()
-                if key in ("num_cpus", "num_gpus", "memory", "resources")
-            }
-            raise RayPlacementError(
-                f"No Ray node took the actor of this RayParallelEnv's game within "
-                f"timeout_wait={self._timeout_wait:g} s: it asks for {wanted} and the cluster "
-                f"has {ray.available_resources()} free. Add nodes, lower the actor's resources "
-                "(actor_options), or raise timeout_wait if nodes are still joining."
+            raise placement_error(
+                "the actor of this RayParallelEnv's game",
+                self._timeout_wait,
+                self._options,
+                "the actor's resources (actor_options), or raise timeout_wait if nodes are "
+                "still joining",
             )
         self.game_location = str(ray.get(probe))
         try:
@@ -458,9 +455,7 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
         while True:
             placed = self.game_location != _NOT_PLACED
             lost_at = f"on {self.game_location}" if placed else "before it was placed"
-            text = str(error).strip()
-            detail = text.splitlines()[0] if text else type(error).__name__
-            what = f"lost its Ray actor {lost_at} ({detail})"
+            what = f"lost its Ray actor {lost_at} ({first_line(error)})"
             try:
                 self._tracker.admit("The game of this RayParallelEnv", what, error)
             except RestartLimitError:

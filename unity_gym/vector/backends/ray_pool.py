@@ -44,7 +44,9 @@ from unity_gym.vector.messages import (
 __all__ = [
     "RayBackend",
     "RayPlacementError",
+    "first_line",
     "game_actor_options",
+    "placement_error",
     "ray_available",
     "source_tree_runtime_env",
     "this_node",
@@ -279,13 +281,11 @@ class RayBackend(WorkerBackend):
             del self._pending[ref]
             with contextlib.suppress(Exception):
                 self._ray.kill(self._actors[worker])
-            limit = self._configs[worker].settings.timeout_wait
-            wanted = {k: v for k, v in self._options.items() if k in ("num_cpus", "resources")}
-            error = RayPlacementError(
-                f"No Ray node took game worker {worker} within timeout_wait={limit:g} s: it asks "
-                f"for {wanted}; the cluster has {_resources(self._ray.cluster_resources())} in "
-                f"all and {_resources(self._ray.available_resources())} free. Add nodes, or "
-                "lower the per-game resources (unity-train: --ray-game-cpus, 0 allowed)."
+            error = placement_error(
+                f"game worker {worker}",
+                self._configs[worker].settings.timeout_wait,
+                self._options,
+                "the per-game resources (unity-train: --ray-game-cpus, 0 allowed)",
             )
             for other, call in list(self._pending.items()):
                 if call.worker == worker and call.request is not None:
@@ -305,7 +305,7 @@ class RayBackend(WorkerBackend):
             nothing (the take-over's reply comes later).
         """
         lost_at = self._locations[worker]
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        detail = first_line(error)
         if request.kind is RequestKind.CLOSE:
             return [WorkerReply(worker, request.seq, request.kind)]
         what = f"the Ray actor of game process {worker} on {lost_at} was lost ({detail})"
@@ -335,6 +335,37 @@ class RayBackend(WorkerBackend):
             ref = self._actors[worker].take_over.remote(request, takeover)
         self._pending[ref] = _Pending(worker, request)
         return []
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message (its type's name when it has none), for reasons."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def placement_error(
+    subject: str, timeout_wait: float, options: Mapping[str, Any], lower: str
+) -> RayPlacementError:
+    """The error for an actor of ``subject`` that no node took within ``timeout_wait``.
+
+    Args:
+        subject: what the actor runs (``"game worker 3"``).
+        timeout_wait: the seconds it was given.
+        options: its actor options (the resources it asked for are named).
+        lower: what the user can lower (``"the per-game resources (...)"``).
+    """
+    import ray
+
+    wanted = {
+        key: value
+        for key, value in options.items()
+        if key in ("num_cpus", "num_gpus", "memory", "resources")
+    }
+    return RayPlacementError(
+        f"No Ray node took {subject} within timeout_wait={timeout_wait:g} s: it asks for "
+        f"{wanted}; the cluster has {_resources(ray.cluster_resources())} in all and "
+        f"{_resources(ray.available_resources())} free. Add nodes, or lower {lower}."
+    )
 
 
 def _resources(amounts: dict[str, float]) -> str:
