@@ -67,6 +67,12 @@ class BehaviorStep:
         group: the slot group these rows are (0 when the manager steps all slots together).
             Groups step independently (one game process each in an asynchronous vector env);
             a trainer pairs a group's decision with that group's next step.
+        group_ids: each slot's multi-agent group (ML-Agents' ``group_id``) as last reported,
+            made unique across the manager's game processes; 0 = in no group. ``None`` when
+            the manager does not report groups (then every agent counts as alone).
+        group_rewards: each slot's group reward of this step (already included in
+            ``rewards``, as ML-Agents' extrinsic signal adds it for PPO and SAC); ``None``
+            when the manager does not report groups.
     """
 
     observations: list[np.ndarray]
@@ -79,6 +85,8 @@ class BehaviorStep:
     final_action_mask: np.ndarray | None
     episodes: list[tuple[float, int]] = field(default_factory=list)
     group: int = 0
+    group_ids: np.ndarray | None = None
+    group_rewards: np.ndarray | None = None
 
     @property
     def done(self) -> np.ndarray:
@@ -268,6 +276,7 @@ class VectorEnvManager(LockstepEnvManager):
         if self.asynchronous:
             env.batch_size = per_game  # type: ignore[attr-defined]  # recv: one game at a time
         size = per_game if self.asynchronous else self.num_slots
+        self._per_game = per_game if 0 < per_game <= self.num_slots else self.num_slots
         self.groups = [np.arange(i, i + size) for i in range(0, self.num_slots, size)]
         self._sent = np.zeros(len(self.groups), dtype=bool)
 
@@ -292,7 +301,11 @@ class VectorEnvManager(LockstepEnvManager):
         self._episode_length[:] = 0
         self._needs_reset[:] = False
         self._sent[:] = False
-        return {self.behavior_name: BehaviorStep.first(obs, mask)}
+        first = BehaviorStep.first(obs, mask)
+        first.group_ids = self._group_ids(np.arange(self.num_slots), infos)
+        if first.group_ids is not None:
+            first.group_rewards = np.zeros(self.num_slots, dtype=np.float32)
+        return {self.behavior_name: first}
 
     def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
         """Send the behaviors' actions to every slot and return what each slot saw."""
@@ -409,7 +422,22 @@ class VectorEnvManager(LockstepEnvManager):
             final_action_mask=final_mask,
             episodes=episodes,
             group=group,
+            group_ids=self._group_ids(rows, infos),
+            group_rewards=(
+                None
+                if group_rewards is None
+                else np.where(valid, np.asarray(group_rewards, np.float32).reshape(n), 0.0)
+            ),
         )
+
+    def _group_ids(self, rows: np.ndarray, infos: Any) -> np.ndarray | None:
+        """``infos["group_id"]`` of slots ``rows``, unique across games (game *i*'s group *g*
+        is ``i * 2**32 + g``, 0 = none); ``None`` when the env reports no groups."""
+        reported = infos.get("group_id") if isinstance(infos, dict) else None
+        if reported is None:
+            return None
+        ids = np.asarray(reported, dtype=np.int64).reshape(len(rows))
+        return np.where(ids != 0, rows // self._per_game * 2**32 + ids, 0)
 
     def _track_episodes(
         self, rows: np.ndarray, rewards: np.ndarray, valid: np.ndarray, done: np.ndarray
@@ -500,4 +528,6 @@ def _rows(step: BehaviorStep, rows: np.ndarray, group: int) -> BehaviorStep:
         final_observations=[entry[rows] for entry in step.final_observations],
         final_action_mask=pick(step.final_action_mask),
         group=group,
+        group_ids=pick(step.group_ids),
+        group_rewards=pick(step.group_rewards),
     )

@@ -41,7 +41,9 @@ from trainers.common.update_threads import update_thread_limit
 from trainers.curriculum import EnvironmentParameterManager
 from trainers.env_manager import BehaviorSlots, EnvManager, VectorEnvManager
 from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
+from trainers.ghost import GhostController, GhostTrainer
 from trainers.parallel_env_manager import ParallelEnvManager
+from trainers.poca.trainer import POCATrainer
 from trainers.ppo.trainer import PPOTrainer
 from trainers.run_directory import RunDirectory, RunDirectoryError, behavior_dir_name
 from trainers.sac.trainer import SACTrainer
@@ -53,7 +55,11 @@ __all__ = ["TRAINER_TYPES", "configured_behavior_name", "resolve_behavior_name",
 
 logger = logging.getLogger("trainers")
 
-TRAINER_TYPES: dict[str, type[Trainer]] = {"ppo": PPOTrainer, "sac": SACTrainer}
+TRAINER_TYPES: dict[str, type[Trainer]] = {
+    "ppo": PPOTrainer,
+    "sac": SACTrainer,
+    "poca": POCATrainer,
+}
 
 
 def run_training(
@@ -136,6 +142,7 @@ def _set_up(
         training_env.close()
         raise
     trainers: dict[str, Trainer] = {}
+    ghosts = GhostController()  # the learning-team schedule of every self-play behavior
     try:
         for behavior, slots in manager.behaviors.items():
             settings = options.trainer_settings_for(behavior)
@@ -144,13 +151,17 @@ def _set_up(
                 behavior,
                 training_env.description,
                 slots.num_slots,
-                settings.trainer_type.upper(),
+                settings.trainer_type.upper() + (" + self-play" if settings.self_play else ""),
                 run.root,
             )
             trainer = _build_trainer(
                 options, behavior, settings, slots, run, status, device, seed, start
             )
+            if settings.self_play is not None:
+                trainer = _self_play_trainer(trainer, manager, ghosts)
             trainers[behavior] = trainer
+        _check_self_play_teams(trainers, ghosts)
+        for trainer in trainers.values():
             _load_initial_state(options, trainer, run)
     except BaseException:
         try:
@@ -198,6 +209,7 @@ def _make_manager(
             trainer_name=lambda candidates: (
                 configured_behavior_name(options, candidates) or candidates[0]
             ),
+            self_play=lambda name: options.trainer_settings_for(name).self_play is not None,
         )
     behavior = resolve_behavior_name(options, training_env)
     return VectorEnvManager(training_env.env, behavior)
@@ -264,7 +276,52 @@ def _build_trainer(
         checkpoints=checkpoints,
         update_threads=update_thread_limit(device),
     )
-    return TRAINER_TYPES[settings.trainer_type](context)
+    try:
+        return TRAINER_TYPES[settings.trainer_type](context)
+    except BaseException:
+        stats.close()  # the trainer that would close it does not exist: stop its writer
+        raise
+
+
+def _self_play_trainer(trainer: Trainer, manager: EnvManager, ghosts: GhostController) -> Trainer:
+    """Wrap ``trainer`` in a ghost trainer for self-play over its behavior's teams.
+
+    Raises:
+        ConfigError: the game has no teams (it does not come through the PettingZoo front), or
+            a team is already played by another self-play behavior.
+    """
+    name = trainer.behavior_name
+    if not isinstance(manager, ParallelEnvManager):
+        trainer.close()
+        raise ConfigError(
+            f"behaviors.{name}.self_play: this game has a single team (one behavior without "
+            "'?team=' ids); self-play needs teams that play against each other. Remove the "
+            "self_play section."
+        )
+    try:
+        return GhostTrainer(trainer, manager.slot_teams[name], ghosts)
+    except ValueError as exc:
+        trainer.close()
+        raise ConfigError(f"behaviors.{name}.self_play: {exc}") from exc
+    except BaseException:
+        trainer.close()
+        raise
+
+
+def _check_self_play_teams(trainers: dict[str, Trainer], ghosts: GhostController) -> None:
+    """Self-play needs at least two teams over all its behaviors (ML-Agents: a behavior may
+    play one team of an asymmetric game, another behavior the other).
+
+    Raises:
+        ConfigError: the self-play behaviors have a single team between them.
+    """
+    names = [name for name, trainer in trainers.items() if isinstance(trainer, GhostTrainer)]
+    if names and len(ghosts.teams) < 2:
+        raise ConfigError(
+            f"behaviors.{names[0]}.self_play: the game has a single team "
+            f"(team {ghosts.teams[0]}) for self-play; self-play needs at least two teams "
+            "(behavior ids '<name>?team=<t>'). Remove the self_play section."
+        )
 
 
 def _load_initial_state(options: RunOptions, trainer: Trainer, run: RunDirectory) -> None:

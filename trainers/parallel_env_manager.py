@@ -5,9 +5,12 @@ uses nothing but the public PettingZoo ``ParallelEnv`` API plus the infos of
 ``unity_gym.pettingzoo``; one env is one game process.
 
 Trainers. Agents are grouped by behavior name, the behavior id without its ``?team=<t>``
-suffix: ``Tennis?team=0`` and ``Tennis?team=1`` are both driven by the trainer of ``Tennis``
-and share its policy (self-play is not supported; a warning says so once). Behaviors with
-different names get different trainers. An agent's behavior id is ``info["behavior_name"]`` as
+suffix: ``Tennis?team=0`` and ``Tennis?team=1`` are both driven by the trainer of ``Tennis``.
+With ``self_play`` configured for that trainer it is a ghost trainer
+(:mod:`trainers.ghost`), which reads each slot's team from :attr:`ParallelEnvManager.slot_teams`
+and trains one team at a time against snapshots; without it all teams share one policy and a
+warning says once that the teams are not trained against each other. Behaviors with different
+names get different trainers. An agent's behavior id is ``info["behavior_name"]`` as
 ``unity_gym.pettingzoo`` reports it at the first reset (without it, the agent's name without its
 ``_<n>`` suffix, PettingZoo's naming convention). All teams of a name must have the same
 observation shapes (entry *i* of one team feeds the same network input as entry *i* of another,
@@ -39,6 +42,11 @@ ML-Agents' extrinsic reward signal adds the group reward for PPO and SAC too; wi
 SoccerTwos, whose rewards are group rewards, would teach nothing. Episode returns in
 :attr:`BehaviorStep.episodes` (``Environment/Cumulative Reward``) are the sums of these rewards,
 so they include group rewards (ML-Agents' own statistic counts the individual reward only).
+
+Groups. Every step also reports each slot's ``info["group_id"]`` (as last reported, new
+episodes included; 0 = no group) in :attr:`BehaviorStep.group_ids`, made unique across envs
+(env *i*'s group *g* is ``i * 2**32 + g``), and the step's ``info["group_reward"]`` in
+:attr:`BehaviorStep.group_rewards`, for trainers that learn from groups (POCA).
 
 Goal signals. The entries named for a behavior in the env's ``metadata["goal_signal_keys"]``
 (behavior id -> Dict keys, as ``unity_gym.pettingzoo`` reports them) are marked
@@ -77,6 +85,7 @@ from trainers.env_manager import (
     PolicyDecision,
     apply_env_params,
 )
+from trainers.ghost.trainer import team_of
 from trainers.settings import ConfigError
 from unity_gym.timers import hierarchical_timer
 
@@ -89,6 +98,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: Group ids of env *i* are offset by ``i * GROUP_ID_SPAN`` (Unity's ids are 32-bit).
+GROUP_ID_SPAN = 2**32
 
 _T = TypeVar("_T")
 
@@ -122,6 +134,7 @@ class _Trainee:
     live: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     episode_reward: np.ndarray = field(default_factory=lambda: np.zeros(0))
     episode_length: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    group_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def num_slots(self) -> int:
@@ -142,6 +155,12 @@ class _Trainee:
         self.live = np.zeros(n, dtype=bool)
         self.episode_reward = np.zeros(n, dtype=np.float64)
         self.episode_length = np.zeros(n, dtype=np.int64)
+        self.group_ids = np.zeros(n, dtype=np.int64)
+
+    def write_group(self, slot: int, info: Mapping[str, Any]) -> None:
+        """Store the agent's ``info["group_id"]`` (absent: 0), unique across envs."""
+        group = int(info.get("group_id", 0))
+        self.group_ids[slot] = self.agents[slot][0] * GROUP_ID_SPAN + group if group else 0
 
     def write_observation(self, slot: int, observation: Any) -> None:
         """Store one agent's observation (entry *i* of its own team's layout) in row ``slot``."""
@@ -196,6 +215,8 @@ class ParallelEnvManager(LockstepEnvManager):
             are left open for the caller to close.
         trainer_name: maps a behavior group's candidate names to its trainer's name (default:
             the behavior name without team, :func:`default_trainer_name`).
+        self_play: whether a trainer name is configured for self-play (its teams are then not
+            warned about); default: none is.
 
     Raises:
         ConfigError: teams of one behavior name differ in observation shapes or actions, two
@@ -208,6 +229,7 @@ class ParallelEnvManager(LockstepEnvManager):
         self,
         envs: Sequence[ParallelEnv[str, Any, Any]],
         trainer_name: TrainerNamer = default_trainer_name,
+        self_play: Callable[[str], bool] | None = None,
     ) -> None:
         if not envs:
             raise ValueError("ParallelEnvManager needs at least one environment.")
@@ -231,11 +253,16 @@ class ParallelEnvManager(LockstepEnvManager):
                     f"trained by {name!r}; give them distinct configuration keys."
                 )
             self._trainees[name] = self._make_trainee(name, members, possible, behavior_of_agent)
-        shared = {n: t.behavior_ids for n, t in self._trainees.items() if len(t.behavior_ids) > 1}
+        shared = {
+            n: t.behavior_ids
+            for n, t in self._trainees.items()
+            if len(t.behavior_ids) > 1 and not (self_play is not None and self_play(n))
+        }
         if shared:
             logger.warning(
-                "The environment has several teams of %s, but self-play is not supported: all "
-                "teams of a behavior share one policy, trained by %s.",
+                "The environment has several teams of %s, but self-play is not configured: all "
+                "teams of a behavior share one policy, trained by %s (add a self_play section "
+                "to train one team at a time against snapshots of its policy).",
                 ", ".join(f"{name} ({', '.join(ids)})" for name, ids in shared.items()),
                 "the trainer of the same name" if len(shared) > 1 else repr(next(iter(shared))),
             )
@@ -245,7 +272,9 @@ class ParallelEnvManager(LockstepEnvManager):
     # -- construction -------------------------------------------------------------------------
 
     def _read_behaviors(self) -> dict[str, str]:
-        """Agent name -> behavior id, from a first unseeded reset of every env."""
+        """Agent name -> behavior id: from the env's ``metadata["agent_behaviors"]`` where it
+        has one (``unity_gym``'s envs), else from a first unseeded reset of every env (each
+        agent's ``info["behavior_name"]``)."""
         possible = list(self.envs[0].possible_agents)
         behavior_of_agent: dict[str, str] = {}
         for index, env in enumerate(self.envs):
@@ -254,14 +283,18 @@ class ParallelEnvManager(LockstepEnvManager):
                     f"environment {index} has agents {list(env.possible_agents)}, environment 0 "
                     f"has {possible}; all game processes must hold the same agents."
                 )
+            declared = dict(getattr(env, "metadata", None) or {}).get("agent_behaviors") or {}
             _, infos = env.reset()
             for agent in possible:
-                if agent not in infos:
+                if agent in declared:
+                    behavior = str(declared[agent])
+                elif agent in infos:
+                    behavior = str(infos[agent].get("behavior_name") or agent.rsplit("_", 1)[0])
+                else:
                     raise ValueError(
                         f"agent {agent!r} of possible_agents is not in the first episode of "
                         f"environment {index}; its behavior cannot be known."
                     )
-                behavior = str(infos[agent].get("behavior_name") or agent.rsplit("_", 1)[0])
                 known = behavior_of_agent.setdefault(agent, behavior)
                 if known != behavior:
                     raise ValueError(
@@ -351,6 +384,15 @@ class ParallelEnvManager(LockstepEnvManager):
         return {name: list(t.behavior_ids) for name, t in self._trainees.items()}
 
     @property
+    def slot_teams(self) -> dict[str, list[int]]:
+        """Per trainer, the team id of each slot in slot order (the ``?team=<t>`` suffix of
+        its behavior id; 0 without one)."""
+        return {
+            name: [team_of(behavior_id) for behavior_id in t.behavior_of_slot]
+            for name, t in self._trainees.items()
+        }
+
+    @property
     def slot_agents(self) -> dict[str, list[tuple[int, str]]]:
         """Per trainer, the ``(env index, agent name)`` of each slot, in slot order."""
         return {name: list(t.agents) for name, t in self._trainees.items()}
@@ -372,10 +414,13 @@ class ParallelEnvManager(LockstepEnvManager):
             )
             for index, (observations, infos) in zip(indices, starts, strict=True):
                 self._start_episode(index, observations, infos)
-        return {
-            name: BehaviorStep.first(trainee.copy_observations(), trainee.copy_mask())
-            for name, trainee in self._trainees.items()
-        }
+        steps = {}
+        for name, trainee in self._trainees.items():
+            step = BehaviorStep.first(trainee.copy_observations(), trainee.copy_mask())
+            step.group_ids = trainee.group_ids.copy()
+            step.group_rewards = np.zeros(trainee.num_slots, dtype=np.float32)
+            steps[name] = step
+        return steps
 
     def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
         """Act for every live agent, step every env, reset the envs that have no agent left.
@@ -420,9 +465,11 @@ class ParallelEnvManager(LockstepEnvManager):
                     self._group_reward_seen = True
                     logger.info(
                         "Agents receive group rewards; they are added to each member's own "
-                        "reward (POCA, which learns from them as a group, is not supported)."
+                        "reward (POCA also credits them to the whole group)."
                     )
                 result.rewards[slot] = float(rewards[agent]) + group_reward
+                result.group_rewards[slot] = group_reward
+                trainee.write_group(slot, info)
                 result.terminated[slot] = bool(terminations[agent])
                 result.truncated[slot] = bool(truncations[agent])
                 trainee.write_observation(slot, observations[agent])
@@ -455,6 +502,8 @@ class ParallelEnvManager(LockstepEnvManager):
                 final_observations=final_observations,
                 final_action_mask=final_mask,
                 episodes=self._track_episodes(trainee, result),
+                group_ids=trainee.group_ids.copy(),
+                group_rewards=result.group_rewards,
             )
         return steps
 
@@ -498,6 +547,7 @@ class ParallelEnvManager(LockstepEnvManager):
             trainee.live[slot] = True
             trainee.write_observation(slot, observations[agent])
             trainee.write_mask(slot, infos.get(agent, {}))
+            trainee.write_group(slot, infos.get(agent, {}))
 
     @staticmethod
     def _track_episodes(trainee: _Trainee, result: _Outcome) -> list[tuple[float, int]]:
@@ -522,6 +572,7 @@ class _Outcome:
     terminated: np.ndarray
     truncated: np.ndarray
     valid: np.ndarray
+    group_rewards: np.ndarray
 
     @classmethod
     def empty(cls, n: int) -> _Outcome:
@@ -531,6 +582,7 @@ class _Outcome:
             terminated=np.zeros(n, dtype=bool),
             truncated=np.zeros(n, dtype=bool),
             valid=np.zeros(n, dtype=bool),
+            group_rewards=np.zeros(n, dtype=np.float32),
         )
 
 

@@ -18,8 +18,10 @@ With curriculum lessons (:mod:`trainers.curriculum`), every iteration feeds the 
 and recent episode rewards to the parameter manager; when a lesson changes, its values are sent
 to the running games before the next actions (through the env's public ``set_env_params``), the
 reward buffers are cleared and every trainer writes ``Environment/Lesson Number/<parameter>``
-at its summaries. A lesson with ``require_reset`` does not reset the games in the middle of the
-run: the new values apply as each agent starts its next episode.
+at its summaries. When the completed lesson has ``require_reset`` (and the games took the new
+values), the games are reset as in ML-Agents: the games still stepping are awaited, every
+running episode ends truncated (bootstrapping from its current observation), and every slot
+starts a new episode with the new values.
 """
 
 from __future__ import annotations
@@ -120,8 +122,8 @@ class TrainerController:
                         trainer.advance(environment_idle=self._environment_idle)
                     trainer.maybe_write_summary()
                     trainer.maybe_checkpoint()
-                if self.curriculum is not None:
-                    self._advance_curriculum(self.curriculum)
+                if self.curriculum is not None and self._advance_curriculum(self.curriculum):
+                    received = self._reset_for_lesson(received)
                 self._decide_and_send(received)
             if progress is not None:
                 progress.update(min(t.step for t in trainers.values()))
@@ -145,8 +147,13 @@ class TrainerController:
             for name in curriculum.curriculum_parameters:
                 trainer.context.stats.set_gauge(LESSON_NUMBER_STAT + name, lessons[name])
 
-    def _advance_curriculum(self, curriculum: EnvironmentParameterManager) -> None:
-        """Move lessons on; send new values to the games (see the module documentation)."""
+    def _advance_curriculum(self, curriculum: EnvironmentParameterManager) -> bool:
+        """Move lessons on; send new values to the games (see the module documentation).
+
+        Returns:
+            Whether a completed lesson asked for ``require_reset`` and the games took the new
+            values (the caller then resets them).
+        """
         trainers = self.trainers
         changed, must_reset = curriculum.update(
             {name: trainer.step for name, trainer in trainers.items()},
@@ -154,15 +161,10 @@ class TrainerController:
             {name: trainer.context.stats.recent_rewards() for name, trainer in trainers.items()},
         )
         if not changed:
-            return
+            return False
         for trainer in trainers.values():
             trainer.context.stats.clear_recent_rewards()
         self._write_lesson_gauges(curriculum)
-        if must_reset:
-            logger.info(
-                "The completed lesson asked for require_reset; unity-train does not reset the "
-                "games mid-run: the new values apply as each agent starts its next episode."
-            )
         applied = self.env_manager.set_env_params(curriculum.current_env_params())
         if not applied and not self._params_refused:
             self._params_refused = True
@@ -171,6 +173,27 @@ class TrainerController:
                 "reach it (only Unity games take environment parameters); lessons still "
                 "advance and are recorded."
             )
+        return must_reset and applied
+
+    def _reset_for_lesson(
+        self, received: list[dict[str, BehaviorStep]]
+    ) -> list[dict[str, BehaviorStep]]:
+        """Reset the games for a lesson with ``require_reset`` (as ML-Agents does): wait for
+        the games still stepping, end every running episode truncated, reset every slot.
+
+        Returns:
+            The first steps of every group after the reset (to decide on).
+        """
+        manager = self.env_manager
+        with hierarchical_timer("lesson_reset"):
+            settled = list(received)
+            while manager.in_flight:
+                settled += self._record([manager.receive()])
+            for steps in settled:
+                for name, step in steps.items():
+                    self.trainers[name].interrupt_episodes(step.group)
+            logger.info("The completed lesson asked for require_reset: the games were reset.")
+            return manager.start(None)
 
     def _environment_idle(self) -> bool:
         """No game is stepping and no trainer thread is updating (an update has the CPU)."""

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from unity_gym.base_env import BehaviorSpec
     from unity_gym.environment import UnityEnvironment
     from unity_gym.side_channels.side_channel import SideChannel
 
@@ -54,6 +55,7 @@ __all__ = [
     "builtin_scene_names",
     "register_envs",
     "scene_agents_per_area",
+    "scene_behaviors",
     "scene_env_id",
 ]
 
@@ -199,6 +201,60 @@ def scene_agents_per_area(scene: str, scene_options: Mapping[str, object] | None
     except PlayerError as exc:
         raise ValueError(str(exc)) from None
     return sum(behavior.agents_per_area for behavior in instance.behaviors())
+
+
+def scene_behaviors(
+    scene: str,
+    scene_options: Mapping[str, object] | None = None,
+    num_agents: int | None = None,
+    num_areas: int = 1,
+) -> dict[str, tuple[BehaviorSpec, int]]:
+    """Every behavior built-in ``scene`` declares, before it runs: the spec the bridge will
+    read once an agent of the behavior reports, and how many agents of it the game holds.
+
+    A game reports a behavior only when one of its agents first asks for a decision; this tells
+    in advance what a scene whose agents move between behaviors (WallJump, like Unity's
+    ``SetModel``) will bring.
+
+    Args:
+        num_agents: the stock scene's total agents (``None``: its default).
+        num_areas: the area replication factor (``GameSettings.num_areas``).
+
+    Raises:
+        ValueError: for an unknown scene or invalid options.
+    """
+    from unity_gym.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
+    from unity_gym.base_env import BehaviorSpec as BridgeSpec
+    from unity_gym.player.errors import PlayerError
+    from unity_gym.player.scenes import get_scene_class
+
+    try:
+        instance = get_scene_class(scene)(dict(scene_options or {}), num_agents=num_agents)
+    except PlayerError as exc:
+        raise ValueError(str(exc)) from None
+    areas = instance.base_area_count * max(1, num_areas)
+    declared: dict[str, tuple[BehaviorSpec, int]] = {}
+    for behavior in instance.behaviors():
+        sensors = [behavior.sensors[i] for i in behavior.wire_sensor_order()]
+        observations = [
+            ObservationSpec(
+                shape=sensor.wire_shape,
+                dimension_property=tuple(
+                    DimensionProperty(p) for p in sensor.dimension_properties or ()
+                ),
+                observation_type=ObservationType(int(sensor.observation_type)),
+                name=sensor.wire_name,
+            )
+            for sensor in sensors
+        ]
+        actions = ActionSpec(
+            behavior.action_spec.continuous_size, tuple(behavior.action_spec.discrete_branches)
+        )
+        declared[behavior.full_name] = (
+            BridgeSpec(observations, actions),
+            behavior.agents_per_area * areas,
+        )
+    return declared
 
 
 # --------------------------------------------------------------------------------------------

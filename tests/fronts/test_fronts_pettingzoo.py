@@ -413,3 +413,35 @@ def test_a_relaunched_game_with_other_specs_is_refused(monkeypatch: pytest.Monke
     finally:
         game.close()
     assert wait_until_gone(live_child_pids() - before) == set()
+
+
+def test_a_scene_whose_agents_move_between_behaviors_declares_them_all() -> None:
+    """WallJump moves each area's agent between SmallWallJump and BigWallJump (Unity's
+    SetModel): possible_agents, spaces and metadata cover both from the start, and episodes
+    bring either without error."""
+    game = parallel_env(scene="WallJump", num_areas=2, seed=0)
+    try:
+        expected = ["BigWallJump_0", "BigWallJump_1", "SmallWallJump_0", "SmallWallJump_1"]
+        assert game.possible_agents == expected
+        assert game.metadata["agent_behaviors"] == {
+            name: f"{name.rsplit('_', 1)[0]}?team=0" for name in expected
+        }
+        for agent in expected:
+            assert game.action_space(agent).nvec.tolist() == [3, 3, 3, 2]
+        first_episode = []
+        played: set[str] = set()
+        for episode in range(12):
+            _, infos = game.reset()
+            if episode == 0:
+                first_episode = list(game.agents)
+            assert len(game.agents) == 2  # one agent per area decides
+            for agent, info in infos.items():
+                assert info["behavior_name"] == game.metadata["agent_behaviors"][agent]
+            played |= set(game.agents)
+            for _ in range(3):
+                game.step({a: game.action_space(a).sample() for a in game.agents})
+        # the configuration draw (2 of 5 small) brings the other behavior within 12 episodes
+        assert {name.rsplit("_", 1)[0] for name in played} == {"BigWallJump", "SmallWallJump"}
+        assert set(first_episode) < set(expected)
+    finally:
+        game.close()

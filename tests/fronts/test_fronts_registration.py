@@ -20,6 +20,7 @@ from unity_gym.registration import (
     builtin_executable,
     register_envs,
     scene_agents_per_area,
+    scene_behaviors,
     scene_env_id,
 )
 
@@ -148,3 +149,31 @@ def test_sampler_dicts_in_flat_and_yaml_shapes_are_accepted() -> None:
             "d": {"sampler_type": "multirangeuniform", "intervals": [[0, 1], [2, 3]]},
         }
     )
+
+
+@pytest.mark.parametrize(
+    ("scene", "options", "counts"),
+    [
+        ("Tennis", {}, {"Tennis?team=0": 1, "Tennis?team=1": 1}),
+        ("WallJump", {}, {"BigWallJump?team=0": 1, "SmallWallJump?team=0": 1}),
+        ("Hallway", {"max_step": 600}, {"Hallway?team=0": 1}),
+    ],
+)
+def test_scene_behaviors_are_what_the_running_game_reports(
+    scene: str, options: dict[str, object], counts: dict[str, int]
+) -> None:
+    """A built-in scene's declaration (per training area) matches the specs the bridge reads
+    from the running game, for every behavior that reported."""
+    declared = scene_behaviors(scene, options, scene_agents_per_area(scene, options), num_areas=1)
+    assert {name: count for name, (_, count) in declared.items()} == counts
+    game = GameSettings(scene=scene, scene_options=options).single_area().launch()
+    try:
+        game.reset()
+        reported = dict(game.behavior_specs)
+        assert reported  # at least the behavior that decides first
+        for name, spec in reported.items():
+            assert declared[name][0] == spec
+    finally:
+        game.close()
+    with pytest.raises(ValueError, match="NoSuchScene"):
+        scene_behaviors("NoSuchScene")

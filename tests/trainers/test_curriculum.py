@@ -158,6 +158,15 @@ def test_curriculum_errors_name_the_key(parameters: dict[str, Any], message: str
     assert message in _error(parameters)
 
 
+def test_lessons_may_be_keyed_by_their_name() -> None:
+    keyed = {"curriculum": [{"First": {"completion_criteria": {"behavior": "B"}, "value": 1}},
+                            {"Last": {"value": 2.5}}]}  # fmt: skip
+    (lessons,) = [p.lessons for p in _options({"g": keyed}).environment_parameters.values()]
+    assert [(lesson.name, lesson.value) for lesson in lessons] == [("First", 1.0), ("Last", 2.5)]
+    assert lessons[0].completion_criteria is not None
+    assert "curriculum[0].Last.value: missing" in _error({"g": {"curriculum": [{"Last": {}}]}})
+
+
 def test_reward_threshold_is_not_limited_and_last_criteria_are_ignored_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

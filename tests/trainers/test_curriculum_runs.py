@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from trainer_test_support import RunTrain, ppo_behavior
 
@@ -97,3 +98,36 @@ def test_lessons_advance_on_an_env_without_parameters_with_one_warning(
     status = json.loads((run / "run_logs" / "training_status.json").read_text())
     assert status["length"] == {"lesson_num": 2}
     assert [value for _, value in _lesson_series(run / "CartPole", "length")][-1] == 2.0
+
+
+def test_a_lesson_with_require_reset_resets_the_games(
+    run_train: RunTrain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(480)
+    lessons = config["environment_parameters"]["mass"]["curriculum"]  # type: ignore[index]
+    lessons[0]["completion_criteria"]["require_reset"] = True
+    # two game processes: one may still be stepping when the lesson changes
+    run = run_train(config, "--scene", "3DBall", "--seed", "3", "--num-envs", "2")
+    console = capsys.readouterr().err
+    assert "Parameter 'mass' has changed. Now in lesson 'Heavy'" in console
+    assert console.count("the games were reset") == 1
+    timers = json.loads((run / "run_logs" / "timers.json").read_text())
+    assert '"lesson_reset"' in json.dumps(timers)
+
+
+def test_walljump_curriculum_trains_both_behaviors_of_a_switching_scene(
+    run_train: RunTrain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ML-Agents' WallJump curriculum config, unmodified but for max_steps and summaries, on
+    the WallJump scene whose areas switch between SmallWallJump and BigWallJump."""
+    path = Path(__file__).parents[2] / "trainers" / "configs" / "WallJump_curriculum_ppo.yaml"
+    config = yaml.safe_load(path.read_text())
+    for behavior in config["behaviors"].values():
+        behavior["max_steps"] = 600
+        behavior["summary_freq"] = 300
+    run = run_train(config, "--scene", "WallJump", "--num-areas", "2", "--seed", "2")
+    console = capsys.readouterr().err
+    assert "Training BigWallJump" in console and "Training SmallWallJump" in console
+    for behavior in ("BigWallJump", "SmallWallJump"):
+        assert (run / f"{behavior}.onnx").is_file()
+        assert _lesson_series(run / behavior, f"{behavior[:-8].lower()}_wall_height")

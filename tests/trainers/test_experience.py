@@ -149,3 +149,20 @@ def test_replay_buffer_wraps_and_round_trips() -> None:
     assert copy.state()["x"].tolist() == buffer.state()["x"].tolist()
     sample = copy.sample(64, np.random.default_rng(0))["x"]
     assert set(sample.tolist()) <= {2.0, 3.0, 4.0, 5.0, 6.0}
+
+
+def test_truncate_last_ends_running_episodes_with_a_bootstrap() -> None:
+    buffer = RolloutBuffer(time_horizon=10, num_slots=3)
+    observations = [np.zeros((3, 1), dtype=np.float32)]
+    no = np.zeros(3, dtype=bool)
+    for terminated in (no, np.array([True, False, False])):
+        buffer.add_decision(observations, None, np.zeros((3, 1), np.int64), None, np.zeros((3, 1)))
+        buffer.add_outcome(np.ones(3, np.float32), terminated, no, np.ones(3, bool), np.zeros(3))
+    # slot 0 already terminated: only slots 1 and 2 end (truncated, bootstrapping from 5 and 7)
+    buffer.truncate_last(np.ones(3, dtype=bool), np.array([9.0, 5.0, 7.0], dtype=np.float32))
+    rollout = buffer.finish(lambda obs: np.full(len(obs[0]), 2.0, np.float32), observations)
+    assert rollout.episode_ends is not None
+    assert rollout.episode_ends[-1].tolist() == [True, True, True]
+    assert rollout.terminated[-1].tolist() == [True, False, False]
+    assert rollout.next_values[-1].tolist() == [0.0, 5.0, 7.0]
+    assert rollout.next_values[0].tolist() == [2.0, 2.0, 2.0]

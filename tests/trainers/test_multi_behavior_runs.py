@@ -26,7 +26,7 @@ from unity_gym.vector import RestartPolicy
 
 pytestmark = pytest.mark.timeout(120)
 
-SELF_PLAY_WARNING = "self-play is not supported"
+SELF_PLAY_WARNING = "self-play is not configured"
 
 
 def _game_processes(marker: str) -> set[int]:

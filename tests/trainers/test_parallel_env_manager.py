@@ -25,7 +25,7 @@ from unity_gym.pettingzoo import RestartLimitError, UnityParallelEnv, parallel_e
 
 pytestmark = pytest.mark.timeout(120)
 
-SELF_PLAY_WARNING = "self-play is not supported"
+SELF_PLAY_WARNING = "self-play is not configured"
 
 
 class RecordingEnv(ParallelEnv[str, Any, Any]):

@@ -12,7 +12,6 @@ from trainers.settings import (
     ConfigError,
     PPOHyperparameters,
     SACHyperparameters,
-    UnsupportedFeatureError,
     load_config_file,
     parse_run_options,
 )
@@ -52,21 +51,17 @@ def test_unknown_keys_everywhere(data: dict[str, Any], location: str) -> None:
     assert location in _error(data)
 
 
-@pytest.mark.parametrize(
-    ("data", "feature"),
-    [
-        ({"behaviors": {"B": {"trainer_type": "poca"}}}, "POCA"),
-        ({"behaviors": {"B": {"reward_signals": {"gail": {"demo_path": "x"}}}}}, "GAIL"),
-        ({"behaviors": {"B": {"behavioral_cloning": {"demo_path": "x"}}}}, "behavioral cloning"),
-        ({"behaviors": {"B": {"self_play": {"window": 10}}}}, "self-play"),
-        ({"behaviors": {"B": {"network_settings": {"memory": {"memory_size": 64}}}}}, "memory"),
-    ],
-)
-def test_unsupported_features_say_so(data: dict[str, Any], feature: str) -> None:
-    with pytest.raises(UnsupportedFeatureError) as info:
-        parse_run_options(data)
-    assert feature in str(info.value)
-    assert "not supported by unity-train yet" in str(info.value)
+def test_poca_takes_ppo_hyperparameters() -> None:
+    options = parse_run_options(
+        {"behaviors": {"B": {"trainer_type": "poca", "hyperparameters": {"lambd": 0.9}}}}
+    )
+    settings = options.trainer_settings_for("B")
+    assert settings.trainer_type == "poca"
+    assert isinstance(settings.hyperparameters, PPOHyperparameters)
+    assert settings.hyperparameters.lambd == 0.9
+    assert "not a poca hyperparameter (it is a sac one)" in _error(
+        {"behaviors": {"B": {"trainer_type": "poca", "hyperparameters": {"tau": 0.1}}}}
+    )
 
 
 def test_type_and_range_errors() -> None:
@@ -204,7 +199,7 @@ REFERENCE = {  # spec §10: (trainer, batch, buffer, hidden, layers, normalize, 
     "Walker_ppo": ("ppo", 2048, 20480, 256, 3, True, 0.995, 1000, 30000000),
     "Walker_sac": ("sac", 1024, 2000000, 256, 3, True, 0.995, 1000, 15000000),
     "Tennis_ppo": ("ppo", 2048, 20480, 256, 2, True, 0.99, 1000, 50000000),
-    # the reference is POCA with self-play (not supported): PPO with its hyperparameters
+    # the reference is POCA (not supported) with self-play: PPO with its hyperparameters
     "SoccerTwos_ppo": ("ppo", 2048, 20480, 512, 2, False, 0.99, 1000, 50000000),
 }
 

@@ -368,9 +368,11 @@ def test_config_errors_exit_with_a_message(
         "behaviors.CartPole.hyperparameters.batchsize: unknown key; did you mean batch_size?"
         in capsys.readouterr().err
     )
-    unsupported = {"behaviors": {"CartPole": ppo_behavior(trainer_type="poca")}}
-    run_train(unsupported, "--gym-id", "CartPole-v1", expect=2)
-    assert "not supported by unity-train yet" in capsys.readouterr().err
+    ungrouped = {"behaviors": {"CartPole": ppo_behavior(trainer_type="poca")}}
+    run_train(ungrouped, "--gym-id", "CartPole-v1", run_id="ungrouped", expect=2)
+    assert "behaviors.CartPole.trainer_type: poca trains agents in groups" in (
+        capsys.readouterr().err
+    )
     run_train({"behaviors": {}}, "--gym-id", "NoSuchEnv-v0", expect=2)
     assert "NoSuchEnv-v0" in capsys.readouterr().err
 

@@ -12,11 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import StatsReporter
 from trainers.common.trainer import TrainerContext
+from trainers.env_manager import BehaviorStep
 from trainers.ppo.trainer import PPOTrainer
 from trainers.settings import parse_run_options
 
@@ -106,3 +109,41 @@ def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def tensorboard_scalars(behavior_dir: Path) -> dict[str, list[float]]:
+    """Every TensorBoard scalar a behavior wrote: tag -> values in step order."""
+    series: dict[str, list[float]] = {}
+    for event_file in sorted(behavior_dir.glob("events.out.tfevents.*")):
+        accumulator = EventAccumulator(str(event_file))
+        accumulator.Reload()
+        for tag in accumulator.Tags()["scalars"]:
+            series.setdefault(tag, []).extend(e.value for e in accumulator.Scalars(tag))
+    return series
+
+
+def adam_steps(state: dict[str, Any], name: str) -> float:
+    """The step count of checkpoint optimizer ``name`` (its first parameter's)."""
+    return float(state["optimizers"][name]["state"][0]["step"])
+
+
+def random_outcome(
+    rng: np.random.Generator, terminated: np.ndarray, truncated: np.ndarray, size: int
+) -> BehaviorStep:
+    """The environment's answer for ``len(terminated)`` slots of ``size`` random vector
+    observations: random rewards, every slot valid, a fresh final observation where an episode
+    ended (``terminated | truncated``)."""
+    slots = len(terminated)
+    done = terminated | truncated
+    final = rng.uniform(-1, 1, (slots, size)).astype(np.float32)
+    observations = [rng.uniform(-1, 1, (slots, size)).astype(np.float32)]
+    return BehaviorStep(
+        observations=observations,
+        action_mask=None,
+        rewards=rng.normal(size=slots).astype(np.float32),
+        terminated=terminated,
+        truncated=truncated,
+        valid=np.ones(slots, dtype=bool),
+        final_observations=[np.where(done[:, None], final, observations[0])],
+        final_action_mask=None,
+    )

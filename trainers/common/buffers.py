@@ -1,7 +1,9 @@
-"""Experience storage: the on-policy rollout (PPO) and the replay ring buffer (SAC).
+"""Experience storage: the on-policy rollout (PPO) and the replay ring buffers (SAC).
 
-Both store whole env steps for all slots at once (``n`` = number of slots), so recording costs a
-few array copies per env step, not per agent.
+The rollout and the transition replay store whole env steps for all slots at once (``n`` =
+number of slots), so recording costs a few array copies per env step, not per agent. The
+sequence replay (SAC with memory) gathers each agent's consecutive steps into fixed-length
+sequences.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ __all__ = [
     "ReplayBuffer",
     "Rollout",
     "RolloutBuffer",
+    "SequenceReplayBuffer",
     "ValueFunction",
+    "assign_values",
     "compute_gae",
     "generalized_advantages",
 ]
@@ -41,6 +45,9 @@ class Rollout:
     whether or not the episode terminated (for signals that ignore episode ends).
     ``next_observations`` (recorded on request) are the successors of each step's
     observations; ``episode_ends[t]`` is true where an episode ended at step ``t``.
+
+    Recurrent policies also record ``memories`` ``(T, n, memory_size)``, the policy's memory
+    before each step; ``critic_memories`` holds the critic's (filled when the values are).
     """
 
     observations: list[np.ndarray]
@@ -58,12 +65,39 @@ class Rollout:
     head_next_values: np.ndarray | None = None
     next_observations: list[np.ndarray] | None = None
     episode_ends: np.ndarray | None = None
+    memories: np.ndarray | None = None
+    critic_memories: np.ndarray | None = None
     group: int = 0
 
     @property
     def num_valid(self) -> int:
         """Number of usable agent steps."""
         return int(self.valid.sum())
+
+
+def assign_values(
+    rollout: Rollout, heads: np.ndarray, last_heads: np.ndarray, final_heads: np.ndarray
+) -> None:
+    """Set ``rollout``'s values from the critic's outputs.
+
+    Args:
+        heads: every head's value of each recorded observation, ``(T, n, k)``.
+        last_heads: the values of the observations that follow the last step, ``(n, k)``.
+        final_heads: the values of each episode's final observation at the step it ended
+            ``(T, n, k)`` (read only where an episode ended; terminated episodes bootstrap from
+            0 in the first head, and from this value in the others).
+    """
+    episode_ends = rollout.episode_ends
+    assert episode_ends is not None, "the rollout does not say where its episodes ended"
+    following = np.concatenate([heads[1:], last_heads[None]])
+    bootstrap = np.where(rollout.terminated, 0.0, final_heads[..., 0])
+    rollout.values = np.ascontiguousarray(heads[..., 0], dtype=np.float32)
+    rollout.next_values = np.where(episode_ends, bootstrap, following[..., 0]).astype(np.float32)
+    if heads.shape[2] > 1:
+        rollout.head_values = heads.astype(np.float32, copy=False)
+        rollout.head_next_values = np.where(episode_ends[..., None], final_heads, following).astype(
+            np.float32
+        )
 
 
 def compute_gae(rollout: Rollout, gamma: float, lambd: float) -> tuple[np.ndarray, np.ndarray]:
@@ -128,6 +162,7 @@ class RolloutBuffer:
         names = (
             "observations", "continuous", "discrete", "masks", "log_probs", "bootstrap",
             "rewards", "terminated", "done", "cut", "valid", "final_values", "next_observations",
+            "memories",
         )  # fmt: skip
         self._steps = {name: [] for name in names}
         self._valid_count = 0
@@ -163,9 +198,12 @@ class RolloutBuffer:
         discrete: np.ndarray | None,
         masks: np.ndarray | None,
         log_probs: np.ndarray,
+        memories: np.ndarray | None = None,
     ) -> None:
-        """Record the observations the policy saw and what it chose."""
+        """Record the observations the policy saw, what it chose and (recurrent policies) its
+        memories before the step."""
         steps = self._steps
+        steps["memories"].append(memories)
         steps["observations"].append(observations)
         steps["continuous"].append(continuous)
         steps["discrete"].append(discrete)
@@ -207,12 +245,39 @@ class RolloutBuffer:
         steps["bootstrap"].append(bootstrap)
         self._valid_count += int(valid.sum())
 
-    def finish(self, value_of: ValueFunction, last_observations: list[np.ndarray]) -> Rollout:
+    def truncate_last(self, slots: np.ndarray, final_values: np.ndarray | None) -> None:
+        """End the episodes of ``slots`` (a bool mask) at the last recorded outcome, truncated:
+        they bootstrap from ``final_values`` (the values of the observations that followed,
+        ``(n,)`` or ``(n, k)`` as in :meth:`add_outcome`; ``None`` for a caller that values
+        them itself). Nothing happens before the first outcome."""
+        steps = self._steps
+        if not steps["done"]:
+            return
+        slots = slots & ~steps["done"][-1]
+        steps["done"][-1] = steps["done"][-1] | slots
+        self._since_cut[slots] = 0
+        if final_values is None:
+            return
+        values = np.asarray(final_values, dtype=np.float32)
+        if values.ndim == 2:
+            stored = steps["final_values"][-1]
+            if stored is None:
+                stored = np.zeros_like(values)
+            stored[slots] = values[slots]
+            steps["final_values"][-1] = stored
+            values = values[:, 0]
+        steps["bootstrap"][-1] = np.where(slots, values, steps["bootstrap"][-1]).astype(np.float32)
+
+    def finish(
+        self, value_of: ValueFunction | None, last_observations: list[np.ndarray]
+    ) -> Rollout:
         """Assemble the rollout, with the values of every recorded observation.
 
         Args:
             value_of: the critic, called with the ``T * n`` recorded observations (step by
                 step, slots in order; a view, not a copy), then with ``last_observations``.
+                ``None``: the values are left at 0 for the caller to :func:`assign_values`
+                (a recurrent critic, which must see each slot's steps in order).
             last_observations: the slots' current observations (the successors of the last
                 step), one ``(n, ...)`` array per entry.
 
@@ -227,19 +292,7 @@ class RolloutBuffer:
             for i in range(len(steps["observations"][0]))
         ]
         length, n = len(steps["log_probs"]), self.num_slots
-        flat = [entry.reshape(length * n, *entry.shape[2:]) for entry in observations]
-        heads = np.asarray(value_of(flat), dtype=np.float32).reshape(length, n, -1)
-        last_heads = np.asarray(value_of(list(last_observations)), dtype=np.float32)
-        following_heads = np.concatenate([heads[1:], last_heads.reshape(1, n, -1)])
-        values, following = heads[..., 0], following_heads[..., 0]
         done = np.stack(steps["done"])
-        bootstrap = np.stack(steps["bootstrap"])
-        next_values = np.where(done, bootstrap, following)
-        head_values = head_next_values = None
-        if heads.shape[2] > 1:
-            final = [v if v is not None else np.zeros_like(heads[0]) for v in steps["final_values"]]
-            head_values = heads
-            head_next_values = np.where(done[..., None], np.stack(final), following_heads)
         next_observations = None
         recorded = steps["next_observations"]
         if recorded and all(entry is not None for entry in recorded):
@@ -254,17 +307,27 @@ class RolloutBuffer:
             discrete=_stack_optional(steps["discrete"]),
             masks=_stack_optional(steps["masks"]),
             log_probs=np.stack(steps["log_probs"]).astype(np.float32),
-            values=values,
-            next_values=next_values.astype(np.float32),
+            values=np.zeros((length, n), dtype=np.float32),
+            next_values=np.zeros((length, n), dtype=np.float32),
             rewards=np.stack(steps["rewards"]),
             terminated=np.stack(steps["terminated"]),
             chain_breaks=chain_breaks,
             valid=np.stack(steps["valid"]),
-            head_values=head_values,
-            head_next_values=head_next_values,
             next_observations=next_observations,
             episode_ends=done,
+            memories=_stack_optional(steps["memories"]),
         )
+        if value_of is not None:
+            flat = [entry.reshape(length * n, *entry.shape[2:]) for entry in observations]
+            heads = np.asarray(value_of(flat), dtype=np.float32).reshape(length, n, -1)
+            last_heads = np.asarray(value_of(list(last_observations)), dtype=np.float32)
+            if heads.shape[2] > 1:
+                final = np.stack(
+                    [v if v is not None else np.zeros_like(heads[0]) for v in steps["final_values"]]
+                )
+            else:
+                final = np.stack(steps["bootstrap"])[..., None]
+            assign_values(rollout, heads, last_heads.reshape(n, -1), final)
         self.clear()
         return rollout
 
@@ -332,3 +395,116 @@ class ReplayBuffer:
         self._cursor = 0
         if contents:
             self.add(contents)
+
+
+class SequenceReplayBuffer:
+    """Replay of fixed-length sequences of one agent's consecutive steps (SAC with memory).
+
+    Each agent (a slot of a slot group) gathers its transitions, in order, into an open
+    sequence that starts with the policy's memory before its first step. The sequence enters
+    the replay when it holds ``sequence_length`` steps, when its episode ends, or when
+    :meth:`close` ends it (an environment reset); a short one is padded at the end by
+    repeating its last step, ``real`` false there. As in ML-Agents' replay of a recurrent
+    trainer, the capacity and the size count sequence positions, padding included, and a batch
+    of ``batch_size`` positions is ``batch_size // sequence_length`` whole sequences (at least
+    one). Unlike ML-Agents, which pads the front of an episode's first sequence, the padding is
+    at the end, so every sequence starts at a real step with the memory the policy acted with.
+
+    Stored items hold every transition key ``(sequence_length, ...)``, ``real``
+    ``(sequence_length,)`` and ``memory`` ``(memory_size,)``.
+    """
+
+    def __init__(self, capacity: int, sequence_length: int) -> None:
+        if sequence_length <= 0:
+            raise ValueError(f"sequence length must be positive, got {sequence_length}")
+        self.sequence_length = sequence_length
+        self._sequences = ReplayBuffer(max(1, capacity // sequence_length))
+        # per (group, slot): the memory before the open sequence's first step, and its steps
+        self._open: dict[tuple[int, int], tuple[np.ndarray, list[dict[str, np.ndarray]]]] = {}
+
+    def __len__(self) -> int:
+        """Sequence positions stored (padding included)."""
+        return len(self._sequences) * self.sequence_length
+
+    @property
+    def num_sequences(self) -> int:
+        """Sequences stored."""
+        return len(self._sequences)
+
+    def add(
+        self,
+        group: int,
+        slots: np.ndarray,
+        batch: dict[str, np.ndarray],
+        memories: np.ndarray,
+        ends: np.ndarray,
+    ) -> None:
+        """Append one transition of each of ``group``'s ``slots``.
+
+        Args:
+            slots: ``(k,)`` slot indices, each once.
+            batch: the transitions, every array ``(k, ...)``.
+            memories: ``(k, memory_size)``, the policy's memory before each transition (used
+                where it starts a sequence).
+            ends: ``(k,)``, true where the slot's episode ended with the transition.
+        """
+        finished: list[tuple[np.ndarray, list[dict[str, np.ndarray]]]] = []
+        for i, slot in enumerate(slots.tolist()):
+            key = (group, int(slot))
+            sequence = self._open.get(key)
+            if sequence is None:
+                sequence = (np.array(memories[i], dtype=np.float32), [])
+                self._open[key] = sequence
+            sequence[1].append({name: value[i] for name, value in batch.items()})
+            if len(sequence[1]) >= self.sequence_length or ends[i]:
+                finished.append(self._open.pop(key))
+        self._store(finished)
+
+    def close(self, group: int) -> None:
+        """End ``group``'s open sequences now (padded as needed)."""
+        keys = [key for key in self._open if key[0] == group]
+        self._store([self._open.pop(key) for key in keys])
+
+    def _store(self, sequences: list[tuple[np.ndarray, list[dict[str, np.ndarray]]]]) -> None:
+        if not sequences:
+            return
+        length = self.sequence_length
+        items: dict[str, list[np.ndarray]] = {"memory": [], "real": []}
+        for memory, steps in sequences:
+            padded = steps + [steps[-1]] * (length - len(steps))
+            for name in steps[0]:
+                items.setdefault(name, []).append(np.stack([step[name] for step in padded]))
+            items["memory"].append(memory)
+            items["real"].append(np.arange(length) < len(steps))
+        self._sequences.add({name: np.stack(values) for name, values in items.items()})
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """``batch_size // sequence_length`` sequences (at least one) drawn uniformly with
+        replacement: every transition key ``(S, sequence_length, ...)``, ``real``
+        ``(S, sequence_length)``, ``memory`` ``(S, memory_size)``."""
+        count = max(1, batch_size // self.sequence_length)
+        return self._sequences.sample(count, rng)
+
+    def state(self) -> dict[str, Any]:
+        """The stored sequences for a checkpoint, oldest first (open ones are not saved)."""
+        return self._sequences.state()
+
+    def load(self, contents: dict[str, np.ndarray]) -> None:
+        """Replace the stored sequences with a :meth:`state` dict (open ones are dropped).
+
+        Raises:
+            ValueError: ``contents`` are not sequences of this buffer's length.
+        """
+        real = contents.get("real")
+        if contents and (real is None or "memory" not in contents):
+            raise ValueError(
+                "the saved replay buffer holds single transitions, not sequences (it was saved "
+                "without network_settings.memory)"
+            )
+        if real is not None and real.ndim == 2 and real.shape[1] != self.sequence_length:
+            raise ValueError(
+                f"the saved replay buffer holds sequences of {real.shape[1]} steps, not "
+                f"{self.sequence_length} (network_settings.memory.sequence_length changed)"
+            )
+        self._open = {}
+        self._sequences.load(contents)

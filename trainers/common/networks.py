@@ -4,7 +4,8 @@ Every network encodes its inputs the same way (:class:`ObservationEncoder`): vec
 (optionally) normalized by the trainer's shared :class:`ObservationNormalizer` and concatenated;
 image entries go through the ``vis_encode_type`` encoder of :mod:`trainers.common.encoders`
 producing ``hidden_units`` features. The encoding feeds an MLP of
-``num_layers`` x ``hidden_units`` SiLU layers and a head. Goal-signal entries
+``num_layers`` x ``hidden_units`` SiLU layers, then (with ``network_settings.memory``) an LSTM
+(:class:`~trainers.common.lstm.LSTMMemory`), then a head. Goal-signal entries
 (``ObservationEntry.goal``) are features too and, with ``goal_conditioning_type: hyper``
 (ML-Agents' default), also generate the weights of the last hidden layer (:class:`HyperLinear`).
 
@@ -27,6 +28,7 @@ from torch.nn import functional
 from trainers.common.distributions import ActionDistribution, mask_logits
 from trainers.common.encoders import visual_encoder
 from trainers.common.flat_adam import FlatAdam
+from trainers.common.lstm import LSTMMemory
 from trainers.common.normalizer import ObservationNormalizer
 from trainers.common.parameter_buffer import ParameterBuffer
 from trainers.common.spaces import ActionLayout, ObservationLayout
@@ -41,6 +43,7 @@ __all__ = [
     "StackedBodies",
     "ValueNetwork",
     "body_stacks",
+    "build_memory",
     "build_normalizer",
     "make_adam",
     "polyak_update",
@@ -55,6 +58,29 @@ def build_normalizer(layout: ObservationLayout, normalize: bool) -> ObservationN
         for entry in layout.entries
     ]
     return ObservationNormalizer(sizes)
+
+
+def build_memory(settings: NetworkSettings) -> LSTMMemory | None:
+    """The LSTM after the body when ``settings.memory`` asks for one, else ``None``."""
+    if settings.memory is None:
+        return None
+    return LSTMMemory(settings.hidden_units, settings.memory.memory_size)
+
+
+def _head_input_size(settings: NetworkSettings) -> int:
+    """Features the heads read: the LSTM's output with memory, else the body's output."""
+    memory = settings.memory
+    return memory.memory_size // 2 if memory is not None else settings.hidden_units
+
+
+def _through_memory(
+    memory: LSTMMemory, hidden: torch.Tensor, memories: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Body outputs of ``len(memories)`` sequences, rows in sequence order ``(S * L, H)``,
+    through ``memory``: outputs ``(S * L, memory_size // 2)`` and the final memories."""
+    sequences = hidden.reshape(len(memories), -1, hidden.shape[-1])
+    outputs, final = memory(sequences, memories)
+    return outputs.reshape(-1, outputs.shape[-1]), final
 
 
 def _linear(in_size: int, out_size: int, gain: float) -> nn.Linear:
@@ -252,7 +278,8 @@ class PolicyNetwork(nn.Module):
         self.squash = squash
         self.encoder = ObservationEncoder(layout, settings, normalizer)
         self.body = Body(self.encoder.output_size, settings, self.encoder.goal_size)
-        hidden = settings.hidden_units
+        self.memory = build_memory(settings)
+        hidden = _head_input_size(settings)
         size = action_layout.continuous_size
         self.mean_head = _linear(hidden, size, 0.2) if size else None
         self.log_std_head = _linear(hidden, size, 0.2) if size and squash else None
@@ -261,16 +288,58 @@ class PolicyNetwork(nn.Module):
         total = action_layout.discrete_size
         self.logits_head = _linear(hidden, total, 0.1) if total else None
 
+    @property
+    def memory_size(self) -> int:
+        """Memory floats per agent (0 without memory)."""
+        return 0 if self.memory is None else self.memory.memory_size
+
     def forward(
         self, observations: list[torch.Tensor], mask: torch.Tensor | None = None
     ) -> ActionDistribution:
-        """The action distribution for a batch (``mask``: float, 1 = allowed; ``None`` = all)."""
+        """The action distribution for a batch (``mask``: float, 1 = allowed; ``None`` = all).
+
+        Raises:
+            RuntimeError: the policy has memory (use :meth:`act` or :meth:`sequences`).
+        """
+        if self.memory is not None:
+            raise RuntimeError("a recurrent policy acts with memories: use act() or sequences()")
         return self.distribution(self.body(*self.encoder(observations)), mask)
+
+    def act(
+        self,
+        observations: list[torch.Tensor],
+        mask: torch.Tensor | None,
+        memories: torch.Tensor,
+    ) -> tuple[ActionDistribution, torch.Tensor]:
+        """One step of a recurrent policy: the distribution for each agent of the batch, given
+        its memory ``(n, memory_size)``, and the memories after the step."""
+        assert self.memory is not None, "act() is for recurrent policies"
+        outputs, memories = self.memory.step(self.body(*self.encoder(observations)), memories)
+        return self.distribution(outputs, mask), memories
+
+    def sequences(
+        self,
+        observations: list[torch.Tensor],
+        mask: torch.Tensor | None,
+        memories: torch.Tensor,
+    ) -> ActionDistribution:
+        """The distributions of ``len(memories)`` sequences of equal length, their rows in
+        sequence order (``memories``: each sequence's memory before its first step)."""
+        return self.distribution(self.sequence_features(observations, memories), mask)
+
+    def sequence_features(
+        self, observations: list[torch.Tensor], memories: torch.Tensor
+    ) -> torch.Tensor:
+        """The heads' input for sequences as in :meth:`sequences`, ``(rows, memory_size // 2)``."""
+        assert self.memory is not None, "sequence_features() is for recurrent policies"
+        hidden, _ = _through_memory(self.memory, self.body(*self.encoder(observations)), memories)
+        return hidden
 
     def distribution(
         self, hidden: torch.Tensor, mask: torch.Tensor | None = None
     ) -> ActionDistribution:
-        """The action distribution given the body's output ``hidden`` ``(n, hidden_units)``."""
+        """The action distribution given the heads' input ``hidden`` (the body's output, or
+        the memory's with memory)."""
         mean = log_std = None
         if self.mean_head is not None:
             mean = self.mean_head(hidden)
@@ -305,28 +374,53 @@ class ValueNetwork(nn.Module):
         super().__init__()
         self.encoder = ObservationEncoder(layout, settings, normalizer)
         self.body = Body(self.encoder.output_size, settings, self.encoder.goal_size)
-        self.head = _value_head(settings.hidden_units, 1)
-        self.signal_heads = nn.ModuleList(
-            [_value_head(settings.hidden_units, 1) for _ in range(heads - 1)]
-        )
+        self.memory = build_memory(settings)
+        size = _head_input_size(settings)
+        self.head = _value_head(size, 1)
+        self.signal_heads = nn.ModuleList([_value_head(size, 1) for _ in range(heads - 1)])
 
     def forward(self, observations: list[torch.Tensor]) -> torch.Tensor:
-        """Values ``(n,)`` with one head, ``(n, heads)`` with several."""
-        return self.value(self.body(*self.encoder(observations)))
+        """Values ``(n,)`` with one head, ``(n, heads)`` with several (no memory).
+
+        Raises:
+            RuntimeError: the critic has memory (use :meth:`sequences`, or :meth:`encode`,
+                ``memory`` and :meth:`value`).
+        """
+        if self.memory is not None:
+            raise RuntimeError("a recurrent critic needs memories: use sequences()")
+        return self.value(self.encode(observations))
+
+    def encode(self, observations: list[torch.Tensor]) -> torch.Tensor:
+        """The body's output ``(n, hidden_units)`` (the memory's input, when there is one)."""
+        return self.body(*self.encoder(observations))
+
+    def sequences(self, observations: list[torch.Tensor], memories: torch.Tensor) -> torch.Tensor:
+        """Values of ``len(memories)`` sequences of equal length, rows in sequence order
+        (``memories``: each sequence's memory before its first step)."""
+        assert self.memory is not None, "sequences() is for recurrent critics"
+        hidden, _ = _through_memory(self.memory, self.encode(observations), memories)
+        return self.value(hidden)
 
     def value(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Values given the body's output ``hidden`` ``(n, hidden_units)`` (shapes as
-        :meth:`forward`)."""
+        """Values given the heads' input ``hidden`` (the body's output, or the memory's with
+        memory; shapes as :meth:`forward`)."""
         if not len(self.signal_heads):
             return self.head(hidden).squeeze(-1)
         return torch.cat([self.head(hidden), *(head(hidden) for head in self.signal_heads)], 1)
 
 
 class QNetwork(nn.Module):
-    """Action-value critic for SAC.
+    """Action-value critic for SAC, one output stream per reward signal on a shared body.
 
-    Continuous actions are inputs (``Q(s, a)`` -> ``(n,)``); for discrete actions the network
-    outputs one value per choice of every branch (``(n, sum(branches))``).
+    Continuous actions are inputs (``Q(s, a)``); for discrete actions every stream outputs one
+    value per choice of every branch. ``head`` is the extrinsic stream; ``signal_heads``
+    (``streams - 1`` of them, Glorot-uniform like ``head``) are the other signals' streams, in
+    the trainer's signal order (ML-Agents' SAC Q networks have one output per reward stream).
+    Shapes with one stream: ``(n,)`` continuous, ``(n, sum(branches))`` discrete; with several:
+    ``(n, streams)`` and ``(n, streams, sum(branches))``.
+
+    With ``network_settings.memory`` an LSTM follows the body (as in ML-Agents' SAC Q
+    networks) and the network reads whole sequences (:meth:`sequences`).
     """
 
     def __init__(
@@ -335,25 +429,61 @@ class QNetwork(nn.Module):
         action_layout: ActionLayout,
         settings: NetworkSettings,
         normalizer: ObservationNormalizer,
+        streams: int = 1,
     ) -> None:
         super().__init__()
         self.continuous = action_layout.has_continuous
         self.encoder = ObservationEncoder(layout, settings, normalizer)
         extra = action_layout.continuous_size if self.continuous else 0
         self.body = Body(self.encoder.output_size + extra, settings, self.encoder.goal_size)
+        self.memory = build_memory(settings)
         outputs = 1 if self.continuous else action_layout.discrete_size
-        self.head = _value_head(settings.hidden_units, outputs)
+        size = _head_input_size(settings)
+        self.head = _value_head(size, outputs)
+        self.signal_heads = nn.ModuleList([_value_head(size, outputs) for _ in range(streams - 1)])
 
     def forward(
         self, observations: list[torch.Tensor], actions: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """``Q(s, a)`` ``(n,)`` for continuous actions, else all choices ``(n, sum(branches))``."""
+        """The Q values of every stream (shapes in the class docstring).
+
+        Raises:
+            RuntimeError: the network has memory (use :meth:`sequences`).
+        """
+        if self.memory is not None:
+            raise RuntimeError("a recurrent Q network reads sequences: use sequences()")
+        return self._values(self._encode(observations, actions))
+
+    def sequences(
+        self,
+        observations: list[torch.Tensor],
+        actions: torch.Tensor | None,
+        memories: torch.Tensor,
+    ) -> torch.Tensor:
+        """The Q values of ``len(memories)`` sequences of equal length, rows in sequence order
+        (``memories``: each sequence's memory before its first step; shapes as
+        :meth:`forward`)."""
+        assert self.memory is not None, "sequences() is for recurrent Q networks"
+        hidden, _ = _through_memory(self.memory, self._encode(observations, actions), memories)
+        return self._values(hidden)
+
+    def _encode(
+        self, observations: list[torch.Tensor], actions: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The body's output ``(n, hidden_units)`` for the observations (and, continuous,
+        the actions)."""
         features, goal = self.encoder(observations)
         if self.continuous:
             assert actions is not None
             features = torch.cat([features, actions], dim=1)
-            return self.head(self.body(features, goal)).squeeze(-1)
-        return self.head(self.body(features, goal))
+        return self.body(features, goal)
+
+    def _values(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Every stream's Q values given the heads' input ``hidden``."""
+        values = self.head(hidden)
+        if len(self.signal_heads):
+            values = torch.stack([values, *(head(hidden) for head in self.signal_heads)], dim=1)
+        return values.squeeze(-1) if self.continuous else values
 
 
 def make_adam(
@@ -380,12 +510,14 @@ def polyak_update(source: nn.Module, target: nn.Module, tau: float) -> None:
 
 def share_policy_body(critic: ValueNetwork, policy: PolicyNetwork) -> None:
     """Make ``critic`` value heads on ``policy``'s encoder and body (PPO's ``shared_critic``,
-    ML-Agents' ``SharedActorCritic``); ``critic``'s own encoder and body are dropped.
+    ML-Agents' ``SharedActorCritic``); ``critic``'s own encoder, body and memory are dropped
+    (with memory, the heads read the policy's LSTM).
 
     The shared modules stay the policy's alone: they are not submodules of ``critic``, so
     ``critic.parameters()`` and ``critic.state_dict()`` hold only its heads, and the shared body
     is optimized, checkpointed and exported once, with the policy.
     """
-    del critic.encoder, critic.body
+    del critic.encoder, critic.body, critic.memory
     object.__setattr__(critic, "encoder", policy.encoder)
     object.__setattr__(critic, "body", policy.body)
+    object.__setattr__(critic, "memory", policy.memory)

@@ -193,11 +193,16 @@ class Trainer(ABC):
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """Named optimizers saved in checkpoints."""
 
+    #: Prefixes of the parts a configuration may add to a run: a reward signal's
+    #: (``reward_signal.<key>.<name>``) and behavioral cloning's (``behavioral_cloning.<name>``).
+    optional_prefixes: tuple[str, ...] = ("reward_signal.", "behavioral_cloning.")
+
     def optional_parts(self) -> set[str]:
         """Names among :meth:`modules` and :meth:`optimizers` that a checkpoint may lack (parts
-        added by a newer configuration, such as a reward signal): they keep their current
-        state, with a warning."""
-        return set()
+        added by a newer configuration, those named with :attr:`optional_prefixes`): they keep
+        their current state, with a warning."""
+        names = set(self.modules()) | set(self.optimizers())
+        return {name for name in names if name.startswith(self.optional_prefixes)}
 
     def extra_state(self) -> dict[str, Any]:
         """Algorithm-specific counters to save (tensors, numbers, strings)."""
@@ -221,6 +226,16 @@ class Trainer(ABC):
     def is_done(self) -> bool:
         """Whether ``max_steps`` has been reached."""
         return self.step >= self.settings.max_steps
+
+    def interrupt_episodes(self, group: int) -> None:
+        """The environment is about to be reset: the episodes of ``group``'s slots end
+        truncated at their current observations (the last ones :meth:`observe` received).
+
+        Called only while no decision of the group awaits its outcome. Nothing by default
+        (a trainer that bootstraps truncated steps from the next observation, such as SAC,
+        already has what it needs).
+        """
+        del group
 
     def record_episodes(self, step: BehaviorStep) -> None:
         """Feed finished episodes to the statistics."""

@@ -31,6 +31,15 @@ With the extrinsic signal alone, this is the algorithm above.
 With ``shared_critic`` the critic is value heads on the policy's encoder and body (ML-Agents'
 ``SharedActorCritic``): both losses train that one body, which the checkpoint holds once, with
 the policy.
+
+With ``network_settings.memory`` policy and critic each have an LSTM after the body (ML-Agents'
+recurrent networks; with ``shared_critic`` they share the policy's). Acting carries every slot's
+memory from step to step, reset to zeros when its episode ends, and records the memory before
+each step. When the rollout closes, the critic runs over each slot's steps in order (its memory
+carried across rollouts, reset at episode ends) for the values, recording its memory before each
+step. The update then trains on sequences (:mod:`trainers.common.sequences`): ``batch_size //
+sequence_length`` sequences per minibatch, each starting from the memories recorded at its first
+step, padded steps and steps the environment ignored left out of the losses.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.buffers import Rollout, RolloutBuffer, generalized_advantages
+from trainers.common.buffers import Rollout, RolloutBuffer, assign_values, generalized_advantages
 from trainers.common.distributions import ActionDistribution
 from trainers.common.networks import (
     PolicyNetwork,
@@ -56,13 +65,21 @@ from trainers.common.networks import (
     share_policy_body,
 )
 from trainers.common.schedules import Schedule
+from trainers.common.sequences import Sequences, cut_sequences, join_sequences
 from trainers.common.trainer import Trainer, TrainerContext
 from trainers.env_manager import BehaviorStep, PolicyDecision
-from trainers.reward_signals import RewardSignal, SignalBatch, create_signals
+from trainers.imitation import build_behavioral_cloning
+from trainers.reward_signals import (
+    RewardSignal,
+    SignalBatch,
+    create_signals,
+    signal_modules,
+    signal_optimizers,
+)
 from trainers.settings import PPOHyperparameters
 from unity_gym.timers import hierarchical_timer
 
-__all__ = ["PPOTrainer"]
+__all__ = ["PPOTrainer", "clipped_surrogate_loss", "clipped_value_loss"]
 
 logger = logging.getLogger("trainers")
 
@@ -94,15 +111,30 @@ class PPOTrainer(Trainer):
         ).to(self.device)
         #: The reward signals, extrinsic first (value head ``j`` values signal ``j``).
         self.signals: list[RewardSignal] = create_signals(
-            self.settings.reward_signals, layout, context.action_layout, self.device
+            self.settings.reward_signals,
+            layout,
+            context.action_layout,
+            self.device,
+            behavior_name=self.behavior_name,
+            path=f"behaviors.{self.behavior_name}.reward_signals",
         )
         self.intrinsic = self.signals[1:]
-        self.critic = ValueNetwork(layout, net, self.normalizer, heads=len(self.signals)).to(
-            self.device
+        #: Behavioral cloning after every update (``None`` without ``behavioral_cloning``).
+        self.cloning = build_behavioral_cloning(
+            self.settings,
+            self.policy,
+            layout,
+            context.action_layout,
+            behavior_name=self.behavior_name,
+            learning_rate=hyper.learning_rate,
+            batch_size=hyper.batch_size,
+            device=self.device,
+            rng=self.rng,
+            lock=self.model_lock,
         )
-        if hyper.shared_critic:  # value heads on the policy's body, saved with the policy
-            share_policy_body(self.critic, self.policy)
-        self.parameters = [*self.policy.parameters(), *self.critic.parameters()]
+        critic = self._build_critic()
+        self.parameters = [*self.policy.parameters(), *critic.parameters()]
+        self.recurrent = net.memory is not None
         stacks = self._body_stacks()
         self.optimizer = make_adam(self.parameters, hyper.learning_rate, stacks=stacks)
         #: Both bodies in one pass during updates, when they take the same parameter-free
@@ -122,16 +154,36 @@ class PPOTrainer(Trainer):
         )
         self.beta = Schedule(hyper.beta_schedule, hyper.beta, min(MIN_BETA, hyper.beta), max_steps)
         self.deterministic = net.deterministic
-        self._needs_next = any(signal.needs_next_observations for signal in self.signals)
+        #: Steps per training sequence (1 without memory).
+        self.sequence_length = net.memory.sequence_length if net.memory is not None else 1
+        #: Per slot group: the policy's memory of every slot before its next decision.
+        self._memories: dict[int, np.ndarray] = {}
+        #: Per slot group: the critic's memory of every slot before the next rollout's first step.
+        self._critic_memories: dict[int, np.ndarray] = {}
+        # a recurrent critic values final observations when the rollout closes: keep them
+        self._needs_next = self.recurrent or any(
+            signal.needs_next_observations for signal in self.signals
+        )
         #: Per slot group: each slot's scaled reward of every signal since its episode began.
         self._episode_sums: dict[int, np.ndarray] = {}
         # One rollout buffer per slot group (see BehaviorStep.group): groups step independently.
         self.buffers: dict[int, RolloutBuffer] = {}
         self._last_observations: dict[int, list[np.ndarray]] = {}
 
+    def _build_critic(self) -> nn.Module:
+        """Build the critic (``self.critic``) and return it (a subclass may build another)."""
+        net = self.settings.network_settings
+        layout = self.context.observation_layout
+        self.critic = ValueNetwork(layout, net, self.normalizer, heads=len(self.signals)).to(
+            self.device
+        )
+        if self.hyper.shared_critic:  # value heads on the policy's body, saved with the policy
+            share_policy_body(self.critic, self.policy)
+        return self.critic
+
     def _body_stacks(self) -> list[tuple[nn.Parameter, ...]]:
         """The parameter groups of the stacked update pass; none when it does not apply."""
-        if self.hyper.shared_critic:  # one body: nothing to stack
+        if self.hyper.shared_critic or self.recurrent:  # one body, or sequences: no stacking
             return []
         if self.policy.encoder.visual_index:  # image encoders have parameters of their own
             return []
@@ -142,16 +194,13 @@ class PPOTrainer(Trainer):
 
     def modules(self) -> dict[str, nn.Module]:
         modules: dict[str, nn.Module] = {"policy": self.policy, "critic": self.critic}
-        for signal in self.intrinsic:
-            for name, module in signal.modules().items():
-                modules[f"reward_signal.{signal.key}.{name}"] = module
-        return modules
+        return {**modules, **signal_modules(self.intrinsic)}
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
         optimizers: dict[str, torch.optim.Optimizer] = {"optimizer": self.optimizer}
-        for signal in self.intrinsic:
-            for name, optimizer in signal.optimizers().items():
-                optimizers[f"reward_signal.{signal.key}.{name}"] = optimizer
+        optimizers.update(signal_optimizers(self.intrinsic))
+        if self.cloning is not None:
+            optimizers["behavioral_cloning.optimizer"] = self.cloning.optimizer
         return optimizers
 
     def load_state_dict(self, state: dict[str, Any], *, restore_progress: bool) -> None:
@@ -180,12 +229,6 @@ class PPOTrainer(Trainer):
             state = {**state, "modules": {**modules, "critic": {**critic, **fresh}}}
         super().load_state_dict(state, restore_progress=restore_progress)
 
-    def optional_parts(self) -> set[str]:
-        """The reward signals' parts: a checkpoint written without the signal (before it was
-        configured) keeps their fresh networks (the critic must still fit)."""
-        names = set(self.modules()) | set(self.optimizers())
-        return {name for name in names if name.startswith("reward_signal.")}
-
     # -- acting ----------------------------------------------------------------------------
 
     def decide(self, step: BehaviorStep) -> PolicyDecision:
@@ -197,10 +240,19 @@ class PPOTrainer(Trainer):
             return []
         recording = self.training and not self.is_done  # past max_steps: act, record nothing
         joined = _join(steps)
+        memories = new_memories = None
+        if self.recurrent:
+            memories = np.concatenate([self._slot_memories(step) for step in steps])
         with self.model_lock, torch.no_grad():
             observations = self.tensors(joined.observations)
             mask = self.mask_tensor(joined.action_mask)
-            dist = self.policy(observations, mask)
+            if memories is not None:
+                dist, after = self.policy.act(
+                    observations, mask, torch.as_tensor(memories, device=self.device)
+                )
+                new_memories = after.cpu().numpy()
+            else:
+                dist = self.policy(observations, mask)
             raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
             log_probs = dist.log_probs(raw, discrete) if recording else None
             env_continuous = dist.env_continuous(raw) if raw is not None else None
@@ -213,6 +265,8 @@ class PPOTrainer(Trainer):
         for step in steps:
             rows = slice(start, start + len(step.valid))
             start = rows.stop
+            if new_memories is not None:
+                self._memories[step.group] = new_memories[rows]
             if recording:
                 assert log_probs_np is not None
                 buffer = self.buffers.get(step.group)
@@ -225,13 +279,24 @@ class PPOTrainer(Trainer):
                     _pick(discrete_np, rows),
                     step.action_mask,
                     log_probs_np[rows],
+                    _pick(memories, rows),
                 )
             decisions.append(PolicyDecision(_pick(continuous_np, rows), _pick(discrete_np, rows)))
         return decisions
 
+    def _slot_memories(self, step: BehaviorStep) -> np.ndarray:
+        """The policy's memories of ``step``'s slots (zeros for a group not seen before)."""
+        memories = self._memories.get(step.group)
+        if memories is None or len(memories) != len(step.valid):
+            memories = np.zeros((len(step.valid), self.policy.memory_size), dtype=np.float32)
+        return memories
+
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
         self.record_episodes(step)
+        memories = self._memories.get(step.group)
+        if memories is not None and len(memories) == len(step.done):
+            memories[step.done] = 0.0  # the next decision starts a new episode
         buffer = self.buffers.get(step.group)
         if buffer is None or not buffer.awaiting_outcome:  # the decision was not recorded
             return
@@ -241,11 +306,9 @@ class PPOTrainer(Trainer):
         )
         # signals that ignore episode ends need the final observation's value there too
         bootstrap = step.done if heads > 1 else step.truncated & ~step.terminated
-        if bootstrap.any():
+        if bootstrap.any() and not self.recurrent:  # a recurrent critic values them later
             rows = np.flatnonzero(bootstrap)
-            final = [entry[rows] for entry in step.final_observations]
-            with self.model_lock, torch.no_grad():
-                truncation_values[rows] = self.critic(self.tensors(final)).cpu().numpy()
+            truncation_values[rows] = self._bootstrap_values(step, rows)
         buffer.add_outcome(
             step.rewards,  # scaled by the extrinsic signal's strength when the rollout closes
             step.terminated,
@@ -255,6 +318,33 @@ class PPOTrainer(Trainer):
             list(step.final_observations) if self._needs_next else None,
         )
         self._last_observations[step.group] = step.observations
+
+    def _bootstrap_values(self, step: BehaviorStep, rows: np.ndarray) -> np.ndarray:
+        """The critic's values of ``step.final_observations`` at ``rows`` (an index array)."""
+        final = [entry[rows] for entry in step.final_observations]
+        with self.model_lock, torch.no_grad():
+            return np.asarray(self.critic(self.tensors(final)).cpu().numpy())
+
+    def interrupt_episodes(self, group: int) -> None:
+        """End the group's episodes truncated at the last outcome (bootstrapping from the
+        current observations) and, with memory, clear the slots' memories."""
+        memories = self._memories.get(group)
+        if memories is not None:
+            memories[:] = 0.0
+        buffer = self.buffers.get(group)
+        observations = self._last_observations.get(group)
+        if buffer is None or observations is None or buffer.awaiting_outcome:
+            return
+        slots = np.ones(buffer.num_slots, dtype=bool)
+        if self.recurrent:  # the recurrent critic values them when the rollout closes
+            buffer.truncate_last(slots, None)
+            return
+        buffer.truncate_last(slots, self._current_values(observations, group))
+
+    def _current_values(self, observations: list[np.ndarray], group: int) -> np.ndarray:
+        """The critic's values of slot group ``group``'s current ``observations``."""
+        with self.model_lock, torch.no_grad():
+            return np.asarray(self.critic(self.tensors(observations)).cpu().numpy())
 
     # -- learning --------------------------------------------------------------------------
 
@@ -270,8 +360,11 @@ class PPOTrainer(Trainer):
         rollouts = []
         for group, buffer in self.buffers.items():
             if buffer.num_steps:
-                rollout = buffer.finish(self._values, self._last_observations[group])
+                last = self._last_observations[group]
+                rollout = buffer.finish(None if self.recurrent else self._values, last)
                 rollout.group = group
+                if self.recurrent:
+                    self._recurrent_values(rollout, last)
                 rollouts.append(rollout)
         step = self.step
         return lambda: self._update(rollouts, step)
@@ -308,6 +401,53 @@ class PPOTrainer(Trainer):
                 chunk = [entry[start : start + VALUE_CHUNK] for entry in observations]
                 values[start : start + VALUE_CHUNK] = self.critic(self.tensors(chunk)).cpu().numpy()
         return values
+
+    def _recurrent_values(self, rollout: Rollout, last_observations: list[np.ndarray]) -> None:
+        """Value ``rollout`` with the recurrent critic: each slot's steps in order, its memory
+        carried over from the group's previous rollout and reset after each episode end;
+        records the critic's memory before every step in ``rollout.critic_memories``."""
+        memory = self.critic.memory
+        assert memory is not None and rollout.episode_ends is not None
+        length, n = rollout.valid.shape
+        carried = self._critic_memories.get(rollout.group)
+        if carried is None or len(carried) != n:
+            carried = np.zeros((n, memory.memory_size), dtype=np.float32)
+        nexts = rollout.next_observations
+        assert nexts is not None, "a recurrent critic needs the rollout's final observations"
+        ends = rollout.episode_ends
+        device = self.device
+        with self.model_lock, torch.no_grad():
+            flat = [entry.reshape(length * n, *entry.shape[2:]) for entry in rollout.observations]
+            hidden = torch.cat(
+                [
+                    self.critic.encode(self.tensors([entry[i : i + VALUE_CHUNK] for entry in flat]))
+                    for i in range(0, length * n, VALUE_CHUNK)
+                ]
+            ).reshape(length, n, -1)
+            keep = torch.as_tensor(~ends, device=device).unsqueeze(2).to(torch.float32)
+            state = torch.as_tensor(carried, device=device)
+            before = torch.empty((length, n, memory.memory_size), device=device)
+            after = torch.empty_like(before)
+            outputs = torch.empty((length, n, memory.output_size), device=device)
+            for t in range(length):
+                before[t] = state
+                outputs[t], state = memory.step(hidden[t], state)
+                after[t] = state
+                state = state * keep[t]
+            heads = self.critic.value(outputs.reshape(length * n, -1)).reshape(length, n, -1)
+            last_out, _ = memory.step(self.critic.encode(self.tensors(last_observations)), state)
+            last_heads = self.critic.value(last_out).reshape(n, -1)
+            final_heads = torch.zeros_like(heads)
+            times, slots = np.nonzero(ends)
+            if len(times):
+                finals = self.tensors([entry[times, slots] for entry in nexts])
+                final_out, _ = memory.step(self.critic.encode(finals), after[times, slots])
+                final_heads[times, slots] = self.critic.value(final_out).reshape(len(times), -1)
+        self._critic_memories[rollout.group] = state.cpu().numpy()
+        rollout.critic_memories = before.cpu().numpy()
+        assign_values(
+            rollout, heads.cpu().numpy(), last_heads.cpu().numpy(), final_heads.cpu().numpy()
+        )
 
     def _signal_rewards(
         self, rollouts: list[Rollout], flat: _SignalRows | None
@@ -415,7 +555,7 @@ class PPOTrainer(Trainer):
                 for rollout, scaled in zip(rollouts, rewards, strict=True)
             ]
         self._record_signal_rewards(rollouts, rewards)
-        data = _UpdateData(rollouts, estimates, self.device)
+        data = self._update_data(rollouts, estimates)
         signal_losses: dict[str, list[float]] = {}
         if self.stacked_bodies is not None:
             # The normalizer is fixed during the update: encode every row once.
@@ -426,15 +566,23 @@ class PPOTrainer(Trainer):
         beta = self.beta.value(step)
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
-        size = data.valid_rows.numel()
-        batch_size = min(hyper.batch_size, size)
+        if data.sequences is not None:  # recurrent: minibatches of whole sequences
+            size = len(data.sequences)
+            batch_size = min(max(hyper.batch_size // self.sequence_length, 1), size)
+        else:
+            size = data.valid_rows.numel()
+            batch_size = min(hyper.batch_size, size)
         num_batches = max(size // batch_size, 1)
         totals = torch.zeros(3)
         for _ in range(hyper.num_epoch):
-            order = data.valid_rows[torch.as_tensor(self.rng.permutation(size))]
+            order = torch.as_tensor(self.rng.permutation(size), device=self.device)
+            if data.sequences is None:
+                order = data.valid_rows[order]
             for b in range(num_batches):
-                rows = order[b * batch_size : (b + 1) * batch_size]
-                totals += self._minibatch_step(data.minibatch(rows), epsilon, beta)
+                picked = order[b * batch_size : (b + 1) * batch_size]
+                minibatch = data.minibatch(picked)
+                rows = minibatch.rows
+                totals += self._minibatch_step(minibatch, epsilon, beta)
                 if signal_rows is not None:
                     batch = signal_rows.batch(self, rows)
                     for signal in self.intrinsic:
@@ -455,7 +603,15 @@ class PPOTrainer(Trainer):
         for signal, value in zip(self.signals, data.mean_values, strict=True):
             stats[f"Policy/{signal.name} Value Estimate"] = value
         stats.update({key: float(np.mean(values)) for key, values in signal_losses.items()})
+        if self.cloning is not None:
+            stats.update(self.cloning.update(step))
         self.context.stats.add_many(stats)
+
+    def _update_data(
+        self, rollouts: list[Rollout], estimates: list[tuple[np.ndarray, np.ndarray]]
+    ) -> _UpdateData:
+        """The update's flat tensors (a subclass may keep more of the rollouts)."""
+        return _UpdateData(rollouts, estimates, self.device, self.sequence_length)
 
     def _evaluate(self, batch: _Minibatch) -> tuple[ActionDistribution, torch.Tensor]:
         """The policy's distribution and the critic's values on ``batch``, with gradients (one
@@ -465,6 +621,15 @@ class PPOTrainer(Trainer):
             hidden = self.stacked_bodies(batch.features)
             return self.policy.distribution(hidden[0], batch.masks), self.critic.value(hidden[1])
         observations = self.tensors(batch.observations)
+        if batch.memories is not None:  # sequences of a recurrent policy and critic
+            if self.hyper.shared_critic:
+                hidden = self.policy.sequence_features(observations, batch.memories)
+                return self.policy.distribution(hidden, batch.masks), self.critic.value(hidden)
+            assert batch.critic_memories is not None
+            return (
+                self.policy.sequences(observations, batch.masks, batch.memories),
+                self.critic.sequences(observations, batch.critic_memories),
+            )
         if self.hyper.shared_critic:  # one pass through the shared body
             hidden = self.policy.body(*self.policy.encoder(observations))
             return self.policy.distribution(hidden, batch.masks), self.critic.value(hidden)
@@ -475,18 +640,14 @@ class PPOTrainer(Trainer):
         with self.model_lock:
             dist, values = self._evaluate(batch)
             log_probs = dist.log_probs(batch.continuous, batch.discrete)
-            entropy = dist.entropy().mean()
-            # one ratio per action dimension and per branch, as in ML-Agents
-            ratio = torch.exp(log_probs - batch.log_probs)
-            advantages = advantages.unsqueeze(1)
-            surrogate = torch.min(
-                ratio * advantages, torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
-            )
-            policy_loss = -surrogate.mean()
-            old_values = batch.values
-            clipped = old_values + torch.clamp(values - old_values, -epsilon, epsilon)
-            returns = batch.returns
-            value_loss = torch.max((returns - values).square(), (returns - clipped).square()).mean()
+            entropies = dist.entropy()
+            if batch.counted is not None:  # sequences: only real, valid steps count
+                log_probs = log_probs[batch.counted]
+                entropies = entropies[batch.counted]
+                values = values[batch.counted]
+            entropy = entropies.mean()
+            policy_loss = clipped_surrogate_loss(log_probs, batch.log_probs, advantages, epsilon)
+            value_loss = clipped_value_loss(values, batch.values, batch.returns, epsilon)
             loss = policy_loss + VALUE_LOSS_COEF * value_loss - beta * entropy
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -494,11 +655,41 @@ class PPOTrainer(Trainer):
         return torch.stack([policy_loss.abs(), value_loss, entropy]).detach().cpu()
 
 
+def clipped_surrogate_loss(
+    log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor, epsilon: float
+) -> torch.Tensor:
+    """PPO's clipped surrogate policy loss, with one probability ratio per action dimension
+    and per discrete branch (``log_probs`` ``(B, d)``, ``advantages`` ``(B,)``), as in
+    ML-Agents."""
+    ratio = torch.exp(log_probs - old_log_probs)
+    advantages = advantages.unsqueeze(1)
+    surrogate = torch.min(
+        ratio * advantages, torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
+    )
+    return -surrogate.mean()
+
+
+def clipped_value_loss(
+    values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, epsilon: float
+) -> torch.Tensor:
+    """The value loss with the change from ``old_values`` clipped to ``epsilon`` (ML-Agents)."""
+    clipped = old_values + torch.clamp(values - old_values, -epsilon, epsilon)
+    return torch.max((returns - values).square(), (returns - clipped).square()).mean()
+
+
 @dataclass
 class _Minibatch:
     """Tensors of one minibatch: observations in the environment's raw format, or their
-    encoded ``features`` (then ``observations`` is empty)."""
+    encoded ``features`` (then ``observations`` is empty).
 
+    For a recurrent policy the minibatch is whole sequences: observations, actions and masks
+    hold every position of them in sequence order, ``memories`` / ``critic_memories`` the
+    memories before each sequence, ``counted`` the positions the losses count (real, valid
+    steps), and the other fields only those positions' values. ``rows`` are the update data's
+    rows of the counted steps.
+    """
+
+    rows: torch.Tensor
     observations: list[torch.Tensor]
     features: torch.Tensor | None
     continuous: torch.Tensor | None
@@ -508,13 +699,18 @@ class _Minibatch:
     values: torch.Tensor
     advantages: torch.Tensor
     returns: torch.Tensor
+    memories: torch.Tensor | None = None
+    critic_memories: torch.Tensor | None = None
+    counted: torch.Tensor | None = None
 
 
 class _UpdateData:
     """Rollouts as flat ``(sum of time * slots, ...)`` tensors on the device, advantages normalized.
 
     Converted once per update; minibatches are then cheap index operations. ``features``, when
-    set, are the encoded observations, which minibatches then carry instead.
+    set, are the encoded observations, which minibatches then carry instead. Rollouts of a
+    recurrent policy (``sequence_length`` > 1 or recorded memories) are also cut into
+    ``sequences``, which minibatches are then drawn from.
     """
 
     features: torch.Tensor | None = None
@@ -524,6 +720,7 @@ class _UpdateData:
         rollouts: list[Rollout],
         estimates: list[tuple[np.ndarray, np.ndarray]],
         device: torch.device,
+        sequence_length: int = 1,
     ) -> None:
         def flat(arrays: list[np.ndarray]) -> torch.Tensor:
             joined = np.concatenate([a.reshape(-1, *a.shape[2:]) for a in arrays])
@@ -564,6 +761,24 @@ class _UpdateData:
         self.advantages[self.valid_rows] = (valid_advantages - valid_advantages.mean()) / (
             valid_advantages.std(unbiased=False) + 1e-8
         )
+        self.sequences: Sequences | None = None
+        self.memories: torch.Tensor | None = None
+        self.critic_memories: torch.Tensor | None = None
+        if rollouts[0].memories is not None:
+            offsets = np.cumsum([0] + [rollout.valid.size for rollout in rollouts])
+            self.sequences = join_sequences(
+                [
+                    cut_sequences(rollout.chain_breaks, sequence_length, int(offset))
+                    for rollout, offset in zip(rollouts, offsets, strict=False)
+                ]
+            )
+            self.memories = flat([r.memories for r in rollouts if r.memories is not None])
+            self.critic_memories = flat(
+                [r.critic_memories for r in rollouts if r.critic_memories is not None]
+            )
+            self.sequence_rows = torch.as_tensor(self.sequences.rows, device=device)
+            counted = self.sequences.real & valid[self.sequences.rows]
+            self.sequence_counted = torch.as_tensor(counted, device=device)
         valid_values = self.values[self.valid_rows]
         #: The mean value estimate of every head (one entry with a single head).
         self.mean_values: list[float] = (
@@ -572,15 +787,39 @@ class _UpdateData:
             else [float(valid_values.mean())]
         )
 
-    def minibatch(self, rows: torch.Tensor) -> _Minibatch:
-        """The rows ``rows`` of every field."""
+    def minibatch(self, picked: torch.Tensor) -> _Minibatch:
+        """The rows ``picked`` of every field, or with sequences, the sequences ``picked``."""
+        if self.sequences is None:
+            features = None if self.features is None else self.features[picked]
+            return self._select(picked, picked, features=features)
+        assert self.memories is not None and self.critic_memories is not None
+        positions = self.sequence_rows[picked]
+        every = positions.reshape(-1)
+        counted = torch.nonzero(self.sequence_counted[picked].reshape(-1)).squeeze(1)
+        return self._select(
+            every,
+            every[counted],
+            memories=self.memories[positions[:, 0]],
+            critic_memories=self.critic_memories[positions[:, 0]],
+            counted=counted,
+        )
+
+    def _select(
+        self,
+        every: torch.Tensor,
+        rows: torch.Tensor,
+        features: torch.Tensor | None = None,
+        **sequences: torch.Tensor,
+    ) -> _Minibatch:
+        """A minibatch with the inputs of rows ``every`` and the targets of rows ``rows``
+        (the same rows without sequences); ``sequences``: the memory fields."""
 
         def pick(tensor: torch.Tensor | None) -> torch.Tensor | None:
-            return None if tensor is None else tensor[rows]
+            return None if tensor is None else tensor[every]
 
-        features = None if self.features is None else self.features[rows]
         return _Minibatch(
-            observations=[entry[rows] for entry in self.observations] if features is None else [],
+            rows=rows,
+            observations=[entry[every] for entry in self.observations] if features is None else [],
             features=features,
             continuous=pick(self.continuous),
             discrete=pick(self.discrete),
@@ -589,6 +828,7 @@ class _UpdateData:
             values=self.values[rows],
             advantages=self.advantages[rows],
             returns=self.returns[rows],
+            **sequences,
         )
 
 
@@ -616,6 +856,12 @@ class _SignalRows:
         self.continuous = flat(continuous) if continuous else None
         self.discrete = flat(discrete) if discrete else None
         self.rewards = flat([r.rewards for r in rollouts])
+        self.dones = flat(
+            [
+                r.episode_ends if r.episode_ends is not None else np.zeros_like(r.valid)
+                for r in rollouts
+            ]
+        ).to(torch.float32)
 
     def batch(self, trainer: PPOTrainer, rows: torch.Tensor) -> SignalBatch:
         """The steps ``rows`` in network format."""
@@ -628,6 +874,7 @@ class _SignalRows:
             continuous=None if self.continuous is None else self.continuous[rows],
             discrete=None if self.discrete is None else self.discrete[rows],
             rewards=self.rewards[rows],
+            dones=self.dones[rows],
         )
 
 

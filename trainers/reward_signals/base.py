@@ -1,4 +1,4 @@
-"""The interface every reward signal implements (extrinsic, curiosity, RND).
+"""The interface every reward signal implements (extrinsic, curiosity, RND, GAIL).
 
 A reward signal turns recorded experience into one reward per agent step. The trainer scales
 those rewards by the signal's ``strength``, values them with a value head of their own and
@@ -31,6 +31,9 @@ class SignalBatch:
         continuous: the continuous actions as sampled (before clipping), ``(n, size)``.
         discrete: the discrete choices, ``(n, branches)`` integers.
         rewards: the environment's rewards ``(n,)`` (group rewards included).
+        dones: ``(n,)`` float, 1 where the step's action ended its episode (terminated or
+            truncated: ML-Agents' done flag, which GAIL's discriminator reads with
+            ``use_actions``); ``None`` when the trainer does not provide it.
     """
 
     observations: list[torch.Tensor]
@@ -38,13 +41,14 @@ class SignalBatch:
     continuous: torch.Tensor | None
     discrete: torch.Tensor | None
     rewards: torch.Tensor
+    dones: torch.Tensor | None = None
 
 
 class RewardSignal(ABC):
     """One reward signal of a trainer.
 
     Attributes:
-        key: the configuration key (``extrinsic``, ``curiosity``, ``rnd``).
+        key: the configuration key (``extrinsic``, ``curiosity``, ``rnd``, ``gail``).
         name: the name in TensorBoard tags (``Policy/<name> Reward``, as ML-Agents spells it).
         ignore_done: whether the signal's returns bootstrap through episode ends (intrinsic
             signals do: reaching a terminal state must not look like a loss of novelty).

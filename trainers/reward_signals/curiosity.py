@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional
 
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.reward_signals.base import RewardSignal, SignalBatch
-from trainers.reward_signals.networks import StateEmbedding, dense
+from trainers.reward_signals.networks import StateEmbedding, action_features, dense
 from trainers.settings import CuriositySettings
 
 __all__ = ["CuriosityNetwork", "CuriositySignal"]
@@ -59,13 +58,7 @@ class CuriosityNetwork(nn.Module):
 
     def flat_actions(self, batch: SignalBatch) -> torch.Tensor:
         """Continuous actions and one-hot discrete choices, concatenated ``(n, size)``."""
-        parts: list[torch.Tensor] = []
-        if batch.continuous is not None:
-            parts.append(batch.continuous.to(torch.float32))
-        if batch.discrete is not None:
-            for branch, size in enumerate(self.branches):
-                parts.append(functional.one_hot(batch.discrete[:, branch].long(), size).float())
-        return torch.cat(parts, dim=1)
+        return torch.cat(action_features(batch, self.branches), dim=1)
 
     def embeddings(self, batch: SignalBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """The embeddings of the observations and of their successors."""

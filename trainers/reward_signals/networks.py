@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional
 
 from trainers.common.networks import Body, ObservationEncoder, build_normalizer
 from trainers.common.spaces import ObservationLayout
+from trainers.reward_signals.base import SignalBatch
 from trainers.settings import NetworkSettings
 
-__all__ = ["StateEmbedding", "dense"]
+__all__ = ["StateEmbedding", "action_features", "dense"]
 
 
 def dense(in_size: int, out_size: int) -> nn.Linear:
@@ -19,6 +21,18 @@ def dense(in_size: int, out_size: int) -> nn.Linear:
     nn.init.kaiming_normal_(layer.weight, nonlinearity="linear")
     nn.init.zeros_(layer.bias)
     return layer
+
+
+def action_features(batch: SignalBatch, branches: list[int]) -> list[torch.Tensor]:
+    """``batch``'s actions as network inputs: the continuous actions (as sampled), then one
+    one-hot ``(n, size)`` tensor per discrete branch of sizes ``branches``."""
+    parts: list[torch.Tensor] = []
+    if batch.continuous is not None:
+        parts.append(batch.continuous.to(torch.float32))
+    if batch.discrete is not None:
+        for branch, size in enumerate(branches):
+            parts.append(functional.one_hot(batch.discrete[:, branch].long(), size).float())
+    return parts
 
 
 class StateEmbedding(nn.Module):

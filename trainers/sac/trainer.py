@@ -13,22 +13,53 @@ steps_per_update``. One update: critic regression to
 ``r + gamma * (1 - terminated) * soft V(s')`` from the target critics, policy step, entropy
 coefficient step, Polyak averaging of the targets with ``tau``. Truncated episodes bootstrap
 from their final observation.
+
+Reward signals (:mod:`trainers.reward_signals`), as in ML-Agents' SAC: both Q networks and
+their targets have one output stream per signal (extrinsic first); every update evaluates each
+signal's rewards on the sampled replay batch (times its ``strength``); each stream regresses to
+``r_j + gamma_j * (1 - done_j) * soft V_j(s')`` with the signal's own ``gamma``, where
+``done_j`` is 0 for signals that ignore episode ends (curiosity, RND); the Q losses are the
+means over the streams and the policy maximizes the mean over the streams of ``min(Q1, Q2)``.
+The signals' networks train on batches sampled for them, ``reward_signal_steps_per_update``
+setting their pace as ``steps_per_update`` does the policy's, after the policy's steps. The
+signals' episode rewards are evaluated as experience arrives (``Policy/<Name> Reward``); the
+mean of ``min(Q1, Q2)`` at the policy's actions over each update's batch is reported per stream
+(``Policy/<Name> Value``, ML-Agents' SAC tag). With the extrinsic signal alone, this is the
+algorithm above.
+
+With ``network_settings.memory`` (a recurrent policy; facts from ML-Agents' SAC: its optimizer's
+``update``, its trainer and ``buffer.sample_mini_batch``): the policy and both Q networks (and
+their targets) have an LSTM after the body. Acting carries every slot's policy memory from step
+to step, reset to zeros where its episode ended (or its step was ignored: a new episode starts),
+and cleared by :meth:`SACTrainer.interrupt_episodes`. The replay holds sequences of
+``sequence_length`` consecutive steps of one agent (:class:`SequenceReplayBuffer`), each with
+the policy's memory before its first step, padded at the end where an episode ended sooner; an
+update samples ``batch_size // sequence_length`` of them. The policy reads each sampled sequence
+from its recorded memory, and the successors' sequence from its memory after the first step
+(as ML-Agents' target network starts from the memory recorded at the second step), so the target
+of step ``t`` uses the successor's soft value computed along the same sequence. The Q networks,
+current and target, start every sequence from zero memories, as ML-Agents' Q networks do (our
+SAC has no separate value network: its targets come from the twin target Q networks, which
+replace ML-Agents' target value network there). Padded steps are left out of every loss and
+statistic. The reward signals are memoryless and read the sequences' real steps.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional
 
-from trainers.common.buffers import ReplayBuffer
+from trainers.common.buffers import ReplayBuffer, SequenceReplayBuffer
 from trainers.common.checkpoints import atomic_write
+from trainers.common.distributions import ActionDistribution
 from trainers.common.networks import (
     PolicyNetwork,
     QNetwork,
@@ -38,16 +69,31 @@ from trainers.common.networks import (
 )
 from trainers.common.schedules import Schedule
 from trainers.common.spaces import UnsupportedSpaceError
-from trainers.common.trainer import Trainer, TrainerContext
+from trainers.common.trainer import CheckpointMismatchError, Trainer, TrainerContext
 from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.imitation import build_behavioral_cloning
+from trainers.reward_signals import (
+    RewardSignal,
+    SignalBatch,
+    create_signals,
+    signal_modules,
+    signal_optimizers,
+)
 from trainers.settings import SACHyperparameters
 
 __all__ = ["SACTrainer"]
+
+logger = logging.getLogger("trainers")
 
 DISCRETE_TARGET_ENTROPY_SCALE = 0.2
 CONTINUOUS_TARGET_ENTROPY_SCALE = 1.0
 MIN_LEARNING_RATE = 1e-10
 REPLAY_FILE = "replay_buffer.pt"
+Q_NETWORKS = ("q1", "q2", "q1_target", "q2_target")
+# The keys of a sampled sequence that are not transition rows.
+SEQUENCE_KEYS = ("real", "memory")
+# Replay buffers saved before the reward signals held the extrinsic reward times its strength.
+LEGACY_REWARD_KEY = "reward"
 
 
 def _minimize(optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
@@ -60,13 +106,116 @@ def _minimize(optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
 def _branch_q_loss(
     q_per_branch: tuple[torch.Tensor, ...], actions: torch.Tensor, target: torch.Tensor
 ) -> torch.Tensor:
-    """Mean over discrete branches of the MSE between the taken action's Q and ``target``."""
+    """Mean over discrete branches of the MSE (over rows and streams) between the taken
+    choice's Q and ``target`` ``(n, streams)``; each branch's Q is ``(n, streams, size)``."""
+    streams = target.shape[1]
     return torch.stack(
         [
-            functional.mse_loss(q.gather(1, actions[:, b : b + 1]).squeeze(1), target)
+            functional.mse_loss(
+                q.gather(2, actions[:, None, b : b + 1].expand(-1, streams, 1)).squeeze(2), target
+            )
             for b, q in enumerate(q_per_branch)
         ]
     ).mean()
+
+
+def _flat_rows(array: np.ndarray) -> np.ndarray:
+    """A ``(S, L, ...)`` array of sequences as ``(S * L, ...)`` rows in sequence order."""
+    return array.reshape(-1, *array.shape[2:])
+
+
+class _Inputs(Protocol):
+    """What an update evaluates the networks on: each sampled step's observations (or, with
+    ``following``, its successor's), one output row per step the losses count."""
+
+    def policy(
+        self, policy: PolicyNetwork, mask: torch.Tensor | None = None, *, following: bool = False
+    ) -> ActionDistribution:
+        """The policy's distribution at the steps (``mask``: per counted step)."""
+        ...
+
+    def q(
+        self, network: QNetwork, actions: torch.Tensor | None = None, *, following: bool = False
+    ) -> torch.Tensor:
+        """``network``'s Q values at the steps (``actions``: continuous, per counted step)."""
+        ...
+
+
+class _FlatInputs:
+    """Independent transitions: the networks read each row on its own."""
+
+    def __init__(
+        self, observations: list[torch.Tensor], next_observations: list[torch.Tensor]
+    ) -> None:
+        self.observations = observations
+        self.next_observations = next_observations
+
+    def policy(
+        self, policy: PolicyNetwork, mask: torch.Tensor | None = None, *, following: bool = False
+    ) -> ActionDistribution:
+        return policy(self.next_observations if following else self.observations, mask)
+
+    def q(
+        self, network: QNetwork, actions: torch.Tensor | None = None, *, following: bool = False
+    ) -> torch.Tensor:
+        return network(self.next_observations if following else self.observations, actions)
+
+
+class _SequenceInputs:
+    """Sampled sequences (SAC with memory; see the module docstring): the networks read whole
+    sequences, rows in sequence order, and the outputs keep the real (unpadded) rows.
+
+    Args:
+        observations / next_observations: every sequence position's, ``S * L`` rows.
+        real: ``(S * L,)`` bool, false at padded positions.
+        memories: ``(S, memory_size)``, the policy's memory before each sequence.
+        q_memory_size: the Q networks' memory size (they start each sequence from zeros).
+    """
+
+    def __init__(
+        self,
+        observations: list[torch.Tensor],
+        next_observations: list[torch.Tensor],
+        real: torch.Tensor,
+        memories: torch.Tensor,
+        q_memory_size: int,
+    ) -> None:
+        self.observations = observations
+        self.next_observations = next_observations
+        self.rows = int(real.shape[0])
+        self.index = torch.nonzero(real).squeeze(1)
+        self.memories = memories
+        self.q_memories = memories.new_zeros((len(memories), q_memory_size))
+
+    def policy(
+        self, policy: PolicyNetwork, mask: torch.Tensor | None = None, *, following: bool = False
+    ) -> ActionDistribution:
+        if following:
+            features = policy.sequence_features(
+                self.next_observations, self._memories_after_first_step(policy)
+            )
+        else:
+            features = policy.sequence_features(self.observations, self.memories)
+        return policy.distribution(features[self.index], mask)
+
+    def _memories_after_first_step(self, policy: PolicyNetwork) -> torch.Tensor:
+        """The policy's memory after each sequence's first step: the one it held before the
+        first step's successor (ML-Agents starts the successors' sequence there)."""
+        assert policy.memory is not None
+        sequences = len(self.memories)
+        first = [obs.reshape(sequences, -1, *obs.shape[1:])[:, 0] for obs in self.observations]
+        _, after = policy.memory.step(policy.body(*policy.encoder(first)), self.memories)
+        return after
+
+    def q(
+        self, network: QNetwork, actions: torch.Tensor | None = None, *, following: bool = False
+    ) -> torch.Tensor:
+        observations = self.next_observations if following else self.observations
+        rows = None
+        if actions is not None:  # padded positions get zeros: they come last and are dropped
+            rows = actions.new_zeros((self.rows, *actions.shape[1:]))
+            rows = rows.index_put((self.index,), actions)
+        return network.sequences(observations, rows, self.q_memories)[self.index]
 
 
 class SACTrainer(Trainer):
@@ -93,8 +242,15 @@ class SACTrainer(Trainer):
         device = self.device
         self.normalizer = build_normalizer(layout, net.normalize)
         self.policy = PolicyNetwork(layout, actions, net, self.normalizer, squash=True).to(device)
+        #: The reward signals, extrinsic first (Q stream ``j`` values signal ``j``).
+        self.signals: list[RewardSignal] = create_signals(
+            self.settings.reward_signals, layout, actions, device
+        )
+        self.intrinsic = self.signals[1:]
+        streams = len(self.signals)
         self.q1, self.q2, self.q1_target, self.q2_target = (
-            QNetwork(layout, actions, net, self.normalizer).to(device) for _ in range(4)
+            QNetwork(layout, actions, net, self.normalizer, streams=streams).to(device)
+            for _ in range(4)
         )
         self.q1_target.load_state_dict(self.q1.state_dict())
         self.q2_target.load_state_dict(self.q2.state_dict())
@@ -116,40 +272,111 @@ class SACTrainer(Trainer):
         self.q_parameters = [*self.q1.parameters(), *self.q2.parameters()]
         self.q_optimizer = make_adam(self.q_parameters, lr)
         self.alpha_optimizer = make_adam([self.log_alpha], lr)
+        #: Behavioral cloning after every round of updates (``None`` without it).
+        self.cloning = build_behavioral_cloning(
+            self.settings,
+            self.policy,
+            layout,
+            actions,
+            behavior_name=self.behavior_name,
+            learning_rate=lr,
+            batch_size=hyper.batch_size,
+            device=device,
+            rng=self.rng,
+            lock=self.model_lock,
+        )
         self.learning_rate = Schedule(
             hyper.learning_rate_schedule, lr, MIN_LEARNING_RATE, self.settings.max_steps
         )
-        self.gamma = self.settings.extrinsic.gamma
-        self.reward_scale = self.settings.extrinsic.strength
+        #: Per stream: the discount, and 1 where episode ends stop the bootstrap (0 for
+        #: signals that ignore them).
+        self.gammas = torch.tensor([s.gamma for s in self.signals], device=device)
+        self.use_dones = torch.tensor(
+            [0.0 if s.ignore_done else 1.0 for s in self.signals], device=device
+        )
+        self.signal_update_count = 0
+        #: Per slot group: each slot's scaled reward of every intrinsic signal this episode.
+        self._episode_sums: dict[int, np.ndarray] = {}
         self.deterministic = net.deterministic
-        self.replay = ReplayBuffer(hyper.buffer_size)
+        #: Whether the networks are recurrent (``network_settings.memory``).
+        self.recurrent = net.memory is not None
+        self.replay: ReplayBuffer | SequenceReplayBuffer
+        if net.memory is not None:
+            self.replay = SequenceReplayBuffer(hyper.buffer_size, net.memory.sequence_length)
+        else:
+            self.replay = ReplayBuffer(hyper.buffer_size)
+        #: Per slot group: the policy's memory of every slot before its next decision.
+        self._memories: dict[int, np.ndarray] = {}
         # The last decision of each slot group (see BehaviorStep.group), until its outcome.
         self._pending_decisions: dict[int, dict[str, Any]] = {}
         self.num_entries = len(layout.entries)
 
     def modules(self) -> dict[str, nn.Module]:
-        return {
+        modules: dict[str, nn.Module] = {
             "policy": self.policy,
             "q1": self.q1,
             "q2": self.q2,
             "q1_target": self.q1_target,
             "q2_target": self.q2_target,
         }
+        return {**modules, **signal_modules(self.intrinsic)}
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        return {
+        optimizers: dict[str, torch.optim.Optimizer] = {
             "policy_optimizer": self.policy_optimizer,
             "q_optimizer": self.q_optimizer,
             "alpha_optimizer": self.alpha_optimizer,
         }
+        optimizers.update(signal_optimizers(self.intrinsic))
+        if self.cloning is not None:
+            optimizers["behavioral_cloning.optimizer"] = self.cloning.optimizer
+        return optimizers
+
+    def load_state_dict(self, state: dict[str, Any], *, restore_progress: bool) -> None:
+        """As :meth:`Trainer.load_state_dict`; Q networks saved without the intrinsic signals'
+        streams (before they were configured) get fresh ones, with a warning (the Q optimizer's
+        state then no longer fits: ``--initialize-from`` loads such a checkpoint, ``--resume``
+        refuses it)."""
+        modules = state.get("modules")
+        if self.intrinsic and isinstance(modules, dict):
+            patched = dict(modules)
+            stale = False
+            for name in Q_NETWORKS:
+                saved = modules.get(name)
+                if isinstance(saved, dict) and not any(
+                    key.startswith("signal_heads.") for key in saved
+                ):
+                    fresh = {
+                        key: value
+                        for key, value in getattr(self, name).state_dict().items()
+                        if key.startswith("signal_heads.")
+                    }
+                    patched[name] = {**saved, **fresh}
+                    stale = True
+            if stale:
+                logger.warning(
+                    "%s: the checkpoint's Q networks have no streams for %s; they start fresh.",
+                    self.behavior_name,
+                    ", ".join(signal.key for signal in self.intrinsic),
+                )
+                state = {**state, "modules": patched}
+        super().load_state_dict(state, restore_progress=restore_progress)
 
     def extra_state(self) -> dict[str, Any]:
-        return {"log_alpha": self.log_alpha.detach().clone()}
+        state: dict[str, Any] = {"log_alpha": self.log_alpha.detach().clone()}
+        if self.intrinsic:
+            state["signal_update_count"] = self.signal_update_count
+        return state
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         if "log_alpha" in state:
             with torch.no_grad():
                 self.log_alpha.copy_(state["log_alpha"])
+        count = state.get("signal_update_count")
+        if isinstance(count, int):
+            self.signal_update_count = count
+        else:  # saved without the signals: their updates start at the pace due now
+            self.signal_update_count = self._signal_updates_target()
 
     def save_auxiliary(self, directory: Path) -> None:
         if not self.hyper.save_replay_buffer:
@@ -164,13 +391,45 @@ class SACTrainer(Trainer):
         if not self.hyper.save_replay_buffer or not path.is_file():
             return
         contents = torch.load(path, map_location="cpu", weights_only=True)
-        self.replay.load({key: value.numpy() for key, value in contents.items()})
+        arrays = {key: value.numpy() for key, value in contents.items()}
+        if LEGACY_REWARD_KEY in arrays and "env_reward" not in arrays:
+            scaled = arrays.pop(LEGACY_REWARD_KEY)
+            strength = np.float32(self.signals[0].strength)
+            arrays["env_reward"] = scaled / strength if strength else np.zeros_like(scaled)
+        if "done" not in arrays and "terminated" in arrays:  # saved before episode ends were
+            arrays["done"] = arrays["terminated"].copy()  # kept: truncations are unknown
+        try:
+            if isinstance(self.replay, SequenceReplayBuffer):
+                self.replay.load(arrays)
+            elif "real" in arrays:
+                raise ValueError(
+                    "the saved replay buffer holds sequences (it was saved with "
+                    "network_settings.memory)"
+                )
+            else:
+                self.replay.load(arrays)
+        except ValueError as exc:
+            raise CheckpointMismatchError(
+                f"{path} does not fit behavior {self.behavior_name}: {exc}; restore the "
+                "network_settings it was saved with, or delete the file to start with an empty "
+                "replay buffer."
+            ) from exc
 
     # -- acting ----------------------------------------------------------------------------
 
     def decide(self, step: BehaviorStep) -> PolicyDecision:
+        memories = None
         with self.model_lock, torch.no_grad():
-            dist = self.policy(self.tensors(step.observations), self.mask_tensor(step.action_mask))
+            observations = self.tensors(step.observations)
+            mask = self.mask_tensor(step.action_mask)
+            if self.recurrent:
+                memories = self._slot_memories(step)
+                dist, after = self.policy.act(
+                    observations, mask, torch.as_tensor(memories, device=self.device)
+                )
+                self._memories[step.group] = after.cpu().numpy()
+            else:
+                dist = self.policy(observations, mask)
             raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
             continuous = dist.env_continuous(raw) if raw is not None else None
         continuous_np = continuous.cpu().numpy() if continuous is not None else None
@@ -181,12 +440,34 @@ class SACTrainer(Trainer):
                 "mask": step.action_mask,
                 "continuous": continuous_np,
                 "discrete": discrete_np,
+                "memories": memories,
             }
         return PolicyDecision(continuous_np, discrete_np)
+
+    def _slot_memories(self, step: BehaviorStep) -> np.ndarray:
+        """The policy's memories of ``step``'s slots (zeros for a group not seen before)."""
+        memories = self._memories.get(step.group)
+        if memories is None or len(memories) != len(step.valid):
+            memories = np.zeros((len(step.valid), self.policy.memory_size), dtype=np.float32)
+        return memories
+
+    def interrupt_episodes(self, group: int) -> None:
+        """With memory: clear the group's memories and end its open replay sequences (the
+        episodes restart). Without memory there is nothing to do (truncated transitions
+        bootstrap from their final observation)."""
+        memories = self._memories.get(group)
+        if memories is not None:
+            memories[:] = 0.0
+        if isinstance(self.replay, SequenceReplayBuffer):
+            with self.model_lock:
+                self.replay.close(group)
 
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
         self.record_episodes(step)
+        memories = self._memories.get(step.group)
+        if memories is not None and len(memories) == len(step.done):
+            memories[step.done | ~step.valid] = 0.0  # the next decision starts a new episode
         decision = self._pending_decisions.pop(step.group, None)
         if not self.training or decision is None:
             return
@@ -205,14 +486,65 @@ class SACTrainer(Trainer):
             batch["action"] = decision["discrete"][rows].astype(np.int64)
             batch["mask"] = self._mask_rows(decision["mask"], rows)
             batch["next_mask"] = self._mask_rows(step.final_action_mask, rows)
-        batch["reward"] = (step.rewards[rows] * self.reward_scale).astype(np.float32)
+        batch["env_reward"] = step.rewards[rows].astype(np.float32)
         batch["terminated"] = step.terminated[rows].astype(np.float32)
+        batch["done"] = step.done[rows].astype(np.float32)  # GAIL's done flag (use_actions)
         with self.model_lock:
-            self.replay.add(batch)
+            if isinstance(self.replay, SequenceReplayBuffer):
+                self.replay.add(
+                    step.group, rows, batch, decision["memories"][rows], step.done[rows]
+                )
+            else:
+                self.replay.add(batch)
             if self.normalizer.normalizers:
                 self.normalizer.update(
                     self.tensors([obs[rows] for obs in decision["observations"]])
                 )
+        self._record_signal_rewards(step, batch, rows)
+
+    def _record_signal_rewards(
+        self, step: BehaviorStep, transitions: dict[str, np.ndarray], rows: np.ndarray
+    ) -> None:
+        """Add ``Policy/<Name> Reward`` of the episodes that ended at ``step``: every signal's
+        scaled rewards summed over the episode (as ML-Agents' SAC evaluates each trajectory as
+        it arrives). The extrinsic sum is the episode's reward times the strength; the intrinsic
+        signals first absorb ``transitions`` (the valid ``rows``) and then evaluate them."""
+        extrinsic = self.signals[0]
+        for reward, _ in step.episodes:
+            self.context.stats.add(f"Policy/{extrinsic.name} Reward", reward * extrinsic.strength)
+        if not self.intrinsic:
+            return
+        batch = self._signal_batch(transitions)
+        with self.model_lock:
+            for signal in self.intrinsic:
+                signal.absorb(batch)
+            scaled = np.stack(
+                [signal.evaluate(batch) * np.float32(signal.strength) for signal in self.intrinsic],
+                axis=1,
+            )
+        sums = self._episode_sums.get(step.group)
+        if sums is None or len(sums) != len(step.valid):
+            sums = np.zeros((len(step.valid), len(self.intrinsic)), dtype=np.float64)
+            self._episode_sums[step.group] = sums
+        sums[rows] += scaled
+        ended = rows[step.done[rows]]
+        for slot in ended:
+            for j, signal in enumerate(self.intrinsic):
+                self.context.stats.add(f"Policy/{signal.name} Reward", float(sums[slot, j]))
+        sums[ended] = 0.0
+
+    def _signal_batch(self, transitions: dict[str, np.ndarray]) -> SignalBatch:
+        """Replay-format ``transitions`` (stored or sampled) as the signals read them."""
+        count = self.num_entries
+        action = torch.as_tensor(transitions["action"], device=self.device)
+        return SignalBatch(
+            observations=self.tensors([transitions[f"obs_{i}"] for i in range(count)]),
+            next_observations=self.tensors([transitions[f"next_obs_{i}"] for i in range(count)]),
+            continuous=action if self.continuous else None,
+            discrete=None if self.continuous else action,
+            rewards=torch.as_tensor(transitions["env_reward"], device=self.device),
+            dones=torch.as_tensor(transitions["done"], device=self.device) > 0,
+        )
 
     def _mask_rows(self, mask: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
         if mask is None:
@@ -228,24 +560,41 @@ class SACTrainer(Trainer):
         target = int((self.step - hyper.buffer_init_steps) / hyper.steps_per_update) + 1
         return max(target - self.update_count, 0)
 
+    def _signal_updates_target(self) -> int:
+        """How many reward-signal update rounds are due in all at the current step (ML-Agents'
+        pace: one per ``reward_signal_steps_per_update`` steps after ``buffer_init_steps``)."""
+        hyper = self.hyper
+        if self.step < hyper.buffer_init_steps:
+            return 0
+        pace = hyper.reward_signal_steps_per_update
+        assert pace is not None  # set by validation
+        return int((self.step - hyper.buffer_init_steps) / pace) + 1
+
+    def _due_signal_updates(self) -> int:
+        """Reward-signal update rounds due (0 without intrinsic signals)."""
+        if not self.intrinsic or len(self.replay) < self.hyper.batch_size:
+            return 0
+        return max(self._signal_updates_target() - self.signal_update_count, 0)
+
     def _update_ready(self) -> bool:
-        return self._due_updates() > 0
+        return self._due_updates() > 0 or self._due_signal_updates() > 0
 
     def _update_size(self) -> int:
-        """Gradient steps due."""
-        return self._due_updates()
+        """Gradient steps due (the policy's and the reward signals' rounds)."""
+        return self._due_updates() + self._due_signal_updates()
 
     def _take_update_job(self) -> Callable[[], None]:
         count = self._due_updates()
+        signal_count = self._due_signal_updates()
         step = self.step
-        return lambda: self._run_updates(count, step)
+        return lambda: self._run_updates(count, step, signal_count)
 
-    def _run_updates(self, count: int, step: int) -> None:
+    def _run_updates(self, count: int, step: int, signal_count: int = 0) -> None:
         learning_rate = self.learning_rate.value(step)
-        for optimizer in self.optimizers().values():
+        for optimizer in (self.policy_optimizer, self.q_optimizer, self.alpha_optimizer):
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate
-        totals = np.zeros(5)
+        totals = np.zeros(5 + len(self.signals))
         for _ in range(count):
             with self.model_lock:
                 sample = self.replay.sample(self.hyper.batch_size, self.rng)
@@ -262,49 +611,145 @@ class SACTrainer(Trainer):
             }
             key = "Continuous" if self.continuous else "Discrete"
             stats[f"Policy/{key} Entropy Coeff"] = means[4]
+            for j, signal in enumerate(self.signals):
+                stats[f"Policy/{signal.name} Value"] = means[5 + j]
+            if self.cloning is not None:
+                stats.update(self.cloning.update(step))
             self.context.stats.add_many(stats)
+        self._update_signals(signal_count)
+
+    def _update_signals(self, rounds: int) -> None:
+        """``rounds`` times, train every intrinsic signal once on a batch sampled for it (as
+        ML-Agents' SAC does after the policy's steps)."""
+        losses: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            for signal in self.intrinsic:
+                with self.model_lock:
+                    sample = self.replay.sample(self.hyper.batch_size, self.rng)
+                if self.recurrent:  # the signals read the sequences' real steps
+                    real = sample["real"].reshape(-1)
+                    sample = {
+                        key: _flat_rows(value)[real]
+                        for key, value in sample.items()
+                        if key not in SEQUENCE_KEYS
+                    }
+                batch = self._signal_batch(sample)
+                with self.model_lock:
+                    for name, value in signal.update(batch).items():
+                        losses.setdefault(name, []).append(value)
+            self.signal_update_count += 1
+        if losses:
+            self.context.stats.add_many({k: float(np.mean(v)) for k, v in losses.items()})
+
+    def _stream_rewards(self, batch: SignalBatch) -> torch.Tensor:
+        """Every signal's rewards of ``batch`` times its strength, ``(n, streams)``."""
+        columns = [signal.evaluate(batch) * np.float32(signal.strength) for signal in self.signals]
+        return torch.as_tensor(np.stack(columns, axis=1), device=self.device)
+
+    def _not_done(self, terminated: torch.Tensor) -> torch.Tensor:
+        """Per stream ``1 - done``, ``(n, streams)``: 1 for signals that ignore episode ends."""
+        return 1.0 - terminated.unsqueeze(1) * self.use_dones
 
     def _update_once(self, sample: dict[str, np.ndarray]) -> np.ndarray:
-        device = self.device
-        observations = self.tensors([sample[f"obs_{i}"] for i in range(self.num_entries)])
-        next_observations = self.tensors([sample[f"next_obs_{i}"] for i in range(self.num_entries)])
-        rewards = torch.as_tensor(sample["reward"], device=device)
-        not_terminal = 1.0 - torch.as_tensor(sample["terminated"], device=device)
-        actions = torch.as_tensor(sample["action"], device=device)
+        """One update on a replay sample (transitions, or sequences with memory)."""
+        inputs: _Inputs | None = None
+        if self.recurrent:
+            sample, inputs = self._sequence_inputs(sample)
+        batch = self._signal_batch(sample)
+        not_done = self._not_done(torch.as_tensor(sample["terminated"], device=self.device))
         with self.model_lock:
+            rewards = self._stream_rewards(batch)
+            assert batch.next_observations is not None
+            if inputs is None:
+                inputs = _FlatInputs(batch.observations, batch.next_observations)
             if self.continuous:
-                return self._continuous_update(
-                    observations, next_observations, actions, rewards, not_terminal
-                )
+                assert batch.continuous is not None
+                return self._continuous_update(inputs, batch.continuous, rewards, not_done)
+            assert batch.discrete is not None
             mask = self.mask_tensor(sample["mask"])
             next_mask = self.mask_tensor(sample["next_mask"])
-            return self._discrete_update(
-                observations, next_observations, actions, rewards, not_terminal, mask, next_mask
-            )
+            return self._discrete_update(inputs, batch.discrete, rewards, not_done, mask, next_mask)
+
+    def _sequence_inputs(
+        self, sample: dict[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], _SequenceInputs]:
+        """A sample of sequences as the transitions of its real steps (for the rewards,
+        actions and episode ends) and the networks' inputs over whole sequences."""
+        real = sample["real"].reshape(-1)
+        flat = {key: _flat_rows(value) for key, value in sample.items() if key not in SEQUENCE_KEYS}
+        count = self.num_entries
+        inputs = _SequenceInputs(
+            observations=self.tensors([flat[f"obs_{i}"] for i in range(count)]),
+            next_observations=self.tensors([flat[f"next_obs_{i}"] for i in range(count)]),
+            real=torch.as_tensor(real, device=self.device),
+            memories=torch.as_tensor(sample["memory"], device=self.device),
+            q_memory_size=self.q1.memory.memory_size if self.q1.memory is not None else 0,
+        )
+        return {key: value[real] for key, value in flat.items()}, inputs
+
+    def _streams(self, values: torch.Tensor) -> torch.Tensor:
+        """Q outputs with a stream dimension, ``(n, streams[, choices])``."""
+        return values if len(self.signals) > 1 else values.unsqueeze(1)
+
+    def _targets(
+        self,
+        successors: _Inputs | list[torch.Tensor],
+        rewards: torch.Tensor,
+        not_done: torch.Tensor,
+        alpha: torch.Tensor,
+        next_mask: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """The Q targets ``r_j + gamma_j * (1 - done_j) * soft V_j(s')`` of every stream,
+        ``(n, streams)``, from the target critics (no gradients). ``successors``: the update's
+        inputs, or the next observations of independent transitions."""
+        inputs = _FlatInputs(successors, successors) if isinstance(successors, list) else successors
+        with torch.no_grad():
+            if self.continuous:
+                next_actions, next_log_probs = inputs.policy(
+                    self.policy, following=True
+                ).rsample_squashed()
+                next_q = torch.min(
+                    self._streams(inputs.q(self.q1_target, next_actions, following=True)),
+                    self._streams(inputs.q(self.q2_target, next_actions, following=True)),
+                )
+                next_value = next_q - alpha * next_log_probs.unsqueeze(1)
+            else:
+                branch_log_probs = inputs.policy(
+                    self.policy, next_mask, following=True
+                ).branch_log_probs()
+                next_q_all = torch.min(
+                    self._streams(inputs.q(self.q1_target, following=True)),
+                    self._streams(inputs.q(self.q2_target, following=True)),
+                ).split(self.branch_sizes, dim=-1)
+                soft_values = [
+                    (lp.exp().unsqueeze(1) * (q - alpha[b] * lp.unsqueeze(1))).sum(dim=-1)
+                    for b, (lp, q) in enumerate(zip(branch_log_probs, next_q_all, strict=True))
+                ]
+                next_value = torch.stack(soft_values, dim=-1).mean(dim=-1)
+            return rewards + self.gammas * not_done * next_value
 
     def _continuous_update(
         self,
-        observations: list[torch.Tensor],
-        next_observations: list[torch.Tensor],
+        inputs: _Inputs,
         actions: torch.Tensor,
         rewards: torch.Tensor,
-        not_terminal: torch.Tensor,
+        not_done: torch.Tensor,
     ) -> np.ndarray:
+        """One SAC step; ``rewards`` and ``not_done`` are ``(n, streams)``. Returns the Q1, Q2
+        and policy losses, the entropy, the mean entropy coefficient and every stream's mean
+        ``min(Q1, Q2)`` at the policy's actions."""
         alpha = self.log_alpha.exp().detach()
-        with torch.no_grad():
-            next_actions, next_log_probs = self.policy(next_observations).rsample_squashed()
-            next_q = torch.min(
-                self.q1_target(next_observations, next_actions),
-                self.q2_target(next_observations, next_actions),
-            )
-            target = rewards + self.gamma * not_terminal * (next_q - alpha * next_log_probs)
-        q1_loss = functional.mse_loss(self.q1(observations, actions), target)
-        q2_loss = functional.mse_loss(self.q2(observations, actions), target)
+        target = self._targets(inputs, rewards, not_done, alpha, None)
+        q1_loss = functional.mse_loss(self._streams(inputs.q(self.q1, actions)), target)
+        q2_loss = functional.mse_loss(self._streams(inputs.q(self.q2, actions)), target)
         _minimize(self.q_optimizer, q1_loss + q2_loss)
 
-        new_actions, log_probs = self.policy(observations).rsample_squashed()
-        q_new = torch.min(self.q1(observations, new_actions), self.q2(observations, new_actions))
-        policy_loss = (alpha * log_probs - q_new).mean()
+        new_actions, log_probs = inputs.policy(self.policy).rsample_squashed()
+        q_new = torch.min(
+            self._streams(inputs.q(self.q1, new_actions)),
+            self._streams(inputs.q(self.q2, new_actions)),
+        )
+        policy_loss = (alpha * log_probs - q_new.mean(dim=1)).mean()
         _minimize(self.policy_optimizer, policy_loss)
 
         alpha_loss = -(self.log_alpha * (log_probs.detach() + self.target_entropy).mean()).sum()
@@ -319,50 +764,45 @@ class SACTrainer(Trainer):
                 policy_loss.item(),
                 -log_probs.mean().item(),
                 float(alpha.mean()),
+                *q_new.detach().mean(dim=0).tolist(),
             ]
         )
 
     def _discrete_update(
         self,
-        observations: list[torch.Tensor],
-        next_observations: list[torch.Tensor],
+        inputs: _Inputs,
         actions: torch.Tensor,
         rewards: torch.Tensor,
-        not_terminal: torch.Tensor,
+        not_done: torch.Tensor,
         mask: torch.Tensor | None,
         next_mask: torch.Tensor | None,
     ) -> np.ndarray:
+        """As :meth:`_continuous_update`, with expectations over every branch's choices."""
         sizes = self.branch_sizes
         alpha = self.log_alpha.exp().detach()
-        with torch.no_grad():
-            next_log_probs = self.policy(next_observations, next_mask).branch_log_probs()
-            next_q = torch.min(
-                self.q1_target(next_observations), self.q2_target(next_observations)
-            ).split(sizes, dim=1)
-            soft_values = [
-                (lp.exp() * (q - alpha[b] * lp)).sum(dim=1)
-                for b, (lp, q) in enumerate(zip(next_log_probs, next_q, strict=True))
-            ]
-            next_value = torch.stack(soft_values, dim=1).mean(dim=1)
-            target = rewards + self.gamma * not_terminal * next_value
-        q1_all = self.q1(observations).split(sizes, dim=1)
-        q2_all = self.q2(observations).split(sizes, dim=1)
+        target = self._targets(inputs, rewards, not_done, alpha, next_mask)
+        q1_all = self._streams(inputs.q(self.q1)).split(sizes, dim=-1)
+        q2_all = self._streams(inputs.q(self.q2)).split(sizes, dim=-1)
         q1_loss = _branch_q_loss(q1_all, actions, target)
         q2_loss = _branch_q_loss(q2_all, actions, target)
         _minimize(self.q_optimizer, q1_loss + q2_loss)
 
-        log_probs = self.policy(observations, mask).branch_log_probs()
+        log_probs = inputs.policy(self.policy, mask).branch_log_probs()
         with torch.no_grad():
-            min_q = torch.min(self.q1(observations), self.q2(observations)).split(sizes, dim=1)
+            stream_q = torch.min(self._streams(inputs.q(self.q1)), self._streams(inputs.q(self.q2)))
+            min_q = stream_q.mean(dim=1).split(sizes, dim=1)
         policy_terms = []
         alpha_terms = []
         entropies = []
+        stream_values = []
         for b, (lp, q) in enumerate(zip(log_probs, min_q, strict=True)):
             probs = lp.exp()
             policy_terms.append((probs * (alpha[b] * lp - q)).sum(dim=1).mean())
             entropy = -(probs * lp).sum(dim=1).detach()
             entropies.append(entropy.mean())
             alpha_terms.append(self.log_alpha[b] * (entropy - self.target_entropy[b]).mean())
+            branch_q = stream_q[..., sum(sizes[:b]) : sum(sizes[: b + 1])]
+            stream_values.append((probs.detach().unsqueeze(1) * branch_q).sum(dim=-1))
         policy_loss = torch.stack(policy_terms).sum()
         _minimize(self.policy_optimizer, policy_loss)
 
@@ -378,5 +818,6 @@ class SACTrainer(Trainer):
                 policy_loss.item(),
                 float(torch.stack(entropies).sum()),
                 float(alpha.mean()),
+                *torch.stack(stream_values, dim=-1).mean(dim=(0, 2)).tolist(),
             ]
         )

@@ -6,7 +6,12 @@ agent id order at the start of the episode. When several behaviors share a name 
 team, the team is added: ``Tennis?team=1``'s first agent is ``Tennis_team1_0`` (``Tennis?team=0``'s
 is ``Tennis_team0_0``); a single-team game gives ``3DBall_0``, ``3DBall_1``, ... Names are
 fixed: ``possible_agents`` is the set of agents of the first episode (read when the game starts)
-and never changes; a later episode with more agents of a behavior is an error.
+and never changes; a later episode with more agents of a behavior is an error. A built-in scene
+declares its behaviors and agents in advance (:func:`unity_gym.registration.scene_behaviors`):
+there ``possible_agents`` and the spaces cover every behavior the scene may bring, also one whose
+agents decide only in later episodes (the WallJump scene moves each area's agent between
+``SmallWallJump`` and ``BigWallJump`` as Unity's ``SetModel`` does), and an episode's ``agents``
+are those that ask for decisions at its start.
 
 Episodes. A PettingZoo episode is the set of agents that request a decision at its start (after
 a reset). An agent whose Unity episode ends (terminal step: ``terminated``, or ``truncated``
@@ -50,6 +55,9 @@ step keeps its own ``terminated``/``truncated`` outcome); ``agents`` becomes emp
 behaviors and specs of the first one (else ``UnityEnvironmentException``), so ``possible_agents``
 and spaces never change. :attr:`UnityParallelEnv.restart_count` counts the restarts.
 
+Behaviors. ``metadata["agent_behaviors"]`` maps every agent of ``possible_agents`` to its behavior
+(the full name, as ``info["behavior_name"]``), also one that has not played yet.
+
 Goal signals. ``metadata["goal_signal_keys"]`` maps each behavior name to the Dict keys of its
 observation entries made of ``GOAL_SIGNAL`` sensors (what the task is, e.g. GridWorld's goal
 colour; see :attr:`unity_gym.spaces.ObservationAdapter.goal_signal_keys`); trainers may condition
@@ -75,7 +83,7 @@ from pettingzoo import ParallelEnv
 from unity_gym.base_env import DecisionSteps, TerminalSteps
 from unity_gym.exceptions import UnityActionException, UnityEnvironmentException, UnityException
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
-from unity_gym.registration import GameSettings, apply_env_param
+from unity_gym.registration import GameSettings, apply_env_param, scene_behaviors
 from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 from unity_gym.vector.faults import (
@@ -231,6 +239,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self._side_channels = tuple(side_channels)
         self._unity: UnityEnvironment | None = None
         self._game_specs: dict[str, BehaviorSpec] | None = None  # read at the first launch
+        self._declared_specs: dict[str, BehaviorSpec] = {}  # a built-in scene's behaviors
         self._pristine = False  # launched with the current seed and never stepped since
         self._at_start = False  # at an episode start, not stepped since
         self._restart_ready = False  # the next episode's decisions are all known
@@ -444,7 +453,11 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         if known is None:
             return
         specs = dict(self.unity_env.behavior_specs)
-        if specs == known:
+        # a declared behavior may come now or later: compare what the game reported
+        expected = {**self._declared_specs, **known}
+        if all(expected.get(name) == spec for name, spec in specs.items()) and all(
+            name in specs or name in self._declared_specs for name in known
+        ):
             return
         changed = sorted(
             name for name in set(specs) | set(known) if specs.get(name) != known.get(name)
@@ -557,10 +570,22 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             return observations, infos
 
     def _describe_game(self) -> None:
-        """Read behaviors, spaces and ``possible_agents`` from the game's first decisions."""
+        """Read behaviors, spaces and ``possible_agents`` from the game's first decisions (and
+        from a built-in scene's declaration)."""
         unity = self.unity_env
-        specs = unity.behavior_specs
-        self._game_specs = dict(specs)
+        self._game_specs = dict(unity.behavior_specs)
+        settings = self._settings
+        declared: dict[str, tuple[BehaviorSpec, int]] = {}
+        if settings.scene is not None:
+            try:
+                declared = scene_behaviors(
+                    settings.scene, settings.scene_options, settings.num_agents, settings.num_areas
+                )
+            except ValueError:  # a scene only the player's own path holds: as for a build
+                declared = {}
+        #: Specs of the behaviors a built-in scene declares (reported or not yet).
+        self._declared_specs = {name: spec for name, (spec, _) in declared.items()}
+        specs = {**self._declared_specs, **self._game_specs}
         self._prefixes = agent_name_prefixes(sorted(specs))
         self._observation_adapters = {
             name: ObservationAdapter(
@@ -590,10 +615,12 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         }
         starts = self._await_decisions()
         self._agent_behaviors: dict[str, str] = {}
-        for behavior, steps in starts.items():
-            for n in range(len(steps)):
+        for behavior in sorted(specs):
+            seen = len(starts[behavior]) if behavior in starts else 0
+            for n in range(max(seen, declared.get(behavior, (None, 0))[1])):
                 self._agent_behaviors[f"{self._prefixes[behavior]}_{n}"] = behavior
         self.possible_agents = list(self._agent_behaviors)
+        self.metadata["agent_behaviors"] = dict(self._agent_behaviors)
         self._start_decisions = starts
 
     def _await_decisions(self) -> dict[str, DecisionSteps]:

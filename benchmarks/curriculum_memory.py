@@ -1,0 +1,156 @@
+"""Curriculum and memory, side by side: WallJump with and without lessons, Hallway with and
+without an LSTM, and ``unity-train`` against ``mlagents-learn`` on the Hallway memory config.
+
+Three parts, each running its contenders one after another in this one invocation, on the same
+headless player and seed:
+
+* ``walljump``: ML-Agents' ``config/ppo/WallJump_curriculum.yaml`` (bundled as
+  ``trainers/configs/WallJump_curriculum_ppo.yaml``) against the same file with each wall height
+  fixed at its last lesson's value, ``BigWallJump`` for ``--walljump-steps`` agent steps and
+  ``SmallWallJump`` for the config's share of them (a quarter), on the
+  WallJump scene with 12 areas (every area switches between ``SmallWallJump`` and
+  ``BigWallJump`` with its wall). Printed per behavior: the lesson reached and the mean reward of
+  the last summaries (goal: the curriculum run ahead).
+* ``hallway``: ``trainers/configs/Hallway_ppo.yaml`` (ML-Agents' Hallway config: memory with
+  sequence length 64 and memory size 128) against the same file without ``memory``, for
+  ``--hallway-steps`` steps each. Printed: the mean reward of the last summaries (goal: memory
+  clearly above).
+* ``speed``: wall time from launch to the first summary with mean reward >= ``--target`` on the
+  Hallway memory config, ``unity-train`` vs the official ``mlagents-learn`` 1.1.0 in the reference
+  peer venv (``benchmarks/peer_venv.py --learn``), both launching the same Hallway executable
+  (``unity_gym.player.build``) with one game process (goal: ratio <= 0.5).
+
+The reported reward of a run is the mean of its last ``--tail`` summaries (ML-Agents' summary
+lines: the mean cumulative reward of the episodes that ended since the previous summary).
+
+Usage::
+
+    python -m benchmarks.curriculum_memory [--only walljump|hallway|speed ...]
+        [--walljump-steps 400000] [--hallway-steps 400000] [--target 0.2]
+        [--time-limit 1800] [--seed 1] [--tail 3]
+
+Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when the reference peer is
+unavailable (the speed part is then skipped with the reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.trainer_runs import (  # noqa: E402
+    add_common_arguments,
+    last_scalar,
+    mean_of_last,
+    race_mlagents_learn,
+    run_parts,
+    train,
+    with_max_steps,
+)
+
+__all__ = ["PARTS", "main", "without_curriculum", "without_memory"]
+
+CONFIGS = REPO_ROOT / "trainers" / "configs"
+WALLJUMP_CONFIG = CONFIGS / "WallJump_curriculum_ppo.yaml"
+HALLWAY_CONFIG = CONFIGS / "Hallway_ppo.yaml"
+PARTS = ("walljump", "hallway", "speed")
+WALL_PARAMETERS = {"BigWallJump": "big_wall_height", "SmallWallJump": "small_wall_height"}
+
+
+def without_curriculum(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with every curriculum parameter fixed at its last lesson's value."""
+    out = yaml.safe_load(yaml.safe_dump(config))
+    for name, parameter in out.get("environment_parameters", {}).items():
+        if isinstance(parameter, dict) and "curriculum" in parameter:
+            last = parameter["curriculum"][-1]
+            lesson = next(iter(last.values())) if "value" not in last else last
+            out["environment_parameters"][name] = lesson["value"]
+    return out
+
+
+def without_memory(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with ``network_settings.memory`` removed from every behavior."""
+    out = yaml.safe_load(yaml.safe_dump(config))
+    for behavior in out["behaviors"].values():
+        behavior.get("network_settings", {}).pop("memory", None)
+    return out
+
+
+def walljump(args: argparse.Namespace, workdir: Path) -> bool:
+    """Part ``walljump``; True when the curriculum run is ahead."""
+    config = yaml.safe_load(WALLJUMP_CONFIG.read_text(encoding="utf-8"))
+    config = with_max_steps(config, args.walljump_steps)
+    flags = ["--scene", "WallJump", "--num-areas", "12"]
+    rows = []
+    for name, variant in (("curriculum", config), ("no-curriculum", without_curriculum(config))):
+        output = train(variant, f"walljump-{name}", workdir, flags, args.seed)
+        for behavior, parameter in WALL_PARAMETERS.items():
+            reward, count = mean_of_last(output, behavior, args.tail)
+            lesson = last_scalar(
+                workdir / "results" / f"walljump-{name}" / behavior,
+                f"Environment/Lesson Number/{parameter}",
+            )
+            rows.append((name, behavior, lesson, reward, count))
+    print(f"\nWallJump, {args.walljump_steps} steps per behavior, seed {args.seed}")
+    for name, behavior, lesson, reward, count in rows:
+        shown = "-" if lesson is None else f"{lesson:.0f}"
+        print(
+            f"  {name:15s} {behavior:14s} lesson reached {shown:>2s}   "
+            f"mean reward (last {count}) {reward:+.3f}"
+        )
+    with_lessons = [row[3] for row in rows if row[0] == "curriculum"]
+    without = [row[3] for row in rows if row[0] == "no-curriculum"]
+    ahead = sum(with_lessons) > sum(without)
+    print(f"  goal: curriculum ahead (sum over behaviors) -> {'met' if ahead else 'not met'}")
+    return ahead
+
+
+def hallway(args: argparse.Namespace, workdir: Path) -> bool:
+    """Part ``hallway``; True when memory is clearly above (by at least 0.1)."""
+    config = yaml.safe_load(HALLWAY_CONFIG.read_text(encoding="utf-8"))
+    config = with_max_steps(config, args.hallway_steps)
+    rows = []
+    for name, variant in (("memory", config), ("no-memory", without_memory(config))):
+        output = train(variant, f"hallway-{name}", workdir, ["--scene", "Hallway"], args.seed)
+        rows.append((name, *mean_of_last(output, "Hallway", args.tail)))
+    print(f"\nHallway, {args.hallway_steps} steps each, seed {args.seed}")
+    for name, reward, count in rows:
+        print(f"  {name:10s} mean reward (last {count}) {reward:+.3f}")
+    above = rows[0][1] >= rows[1][1] + 0.1
+    print(f"  goal: memory clearly above (by >= 0.1) -> {'met' if above else 'not met'}")
+    return above
+
+
+def speed(args: argparse.Namespace, workdir: Path) -> bool | None:
+    """Part ``speed``; True when unity-train takes at most half mlagents-learn's time, None
+    when the reference peer is unavailable."""
+    config = yaml.safe_load(HALLWAY_CONFIG.read_text(encoding="utf-8"))
+    return race_mlagents_learn(
+        config, "Hallway", "Hallway", args.target, args.time_limit, args.seed, workdir
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the chosen parts and print their results side by side."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_arguments(parser, PARTS)
+    parser.add_argument("--walljump-steps", type=int, default=400_000)
+    parser.add_argument("--hallway-steps", type=int, default=400_000)
+    parser.add_argument("--target", type=float, default=0.2, help="Hallway reward (speed)")
+    args = parser.parse_args(argv)
+    return run_parts(
+        {"walljump": walljump, "hallway": hallway, "speed": speed}, args, "curriculum-memory-"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Intrinsic rewards and imitation, side by side: Pyramids with extrinsic only, curiosity and RND;
+PushBlock with GAIL + behavioral cloning against PPO without demonstrations; and ``unity-train``
+against ``mlagents-learn`` on the Pyramids curiosity config.
+
+Three parts, each running its contenders one after another in this one invocation, on the same
+headless player and seed:
+
+* ``pyramids``: ML-Agents' ``config/ppo/Pyramids.yaml`` (curiosity; bundled as
+  ``trainers/configs/Pyramids_ppo.yaml``), the same with ``PyramidsRND.yaml``'s ``rnd`` signal in
+  place of curiosity, and the same with the extrinsic reward only, each for ``--pyramids-steps``
+  agent steps. Printed: the mean reward of the last summaries (goal: both intrinsic variants
+  clearly above extrinsic only, by at least 0.1).
+* ``pushblock``: ML-Agents' ``config/imitation/PushBlock.yaml`` (GAIL + behavioral cloning from
+  Unity's ``ExpertPushBlock.demo`` in ``../shared/data/demos``) against the same file without
+  ``gail`` and ``behavioral_cloning``, each for at most ``--pushblock-steps`` steps. Printed: the
+  step at which the mean reward of the last ``--tail`` summaries first reaches
+  ``--pushblock-target`` (4; goal: fewer steps with the demonstrations).
+* ``speed``: wall time from launch to the first summary with mean reward >= ``--target`` on the
+  Pyramids curiosity config, ``unity-train`` vs the official ``mlagents-learn`` 1.1.0 in the
+  reference peer venv, both launching the same Pyramids executable with one game process (goal:
+  ratio <= 0.5).
+
+Summaries come every twentieth of the step budget (``summary_freq`` is the only other change to
+the configs besides ``max_steps`` and ``demo_path``; see
+:func:`benchmarks.trainer_runs.with_max_steps`).
+
+Usage::
+
+    python -m benchmarks.intrinsic_imitation [--only pyramids|pushblock|speed ...]
+        [--pyramids-steps 300000] [--pushblock-steps 300000] [--pushblock-target 4]
+        [--target 0.0] [--time-limit 1800] [--seed 1] [--tail 3]
+
+Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
+(the reference peer or the demonstrations are unavailable; the reason is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.mlagents_learn_3dball import parse_summaries  # noqa: E402
+from benchmarks.trainer_runs import (  # noqa: E402
+    add_common_arguments,
+    mean_of_last,
+    race_mlagents_learn,
+    run_parts,
+    train,
+    with_max_steps,
+)
+
+__all__ = ["PARTS", "main", "pushblock_imitation_config", "pyramids_variants", "steps_to"]
+
+PYRAMIDS_CONFIG = REPO_ROOT / "trainers" / "configs" / "Pyramids_ppo.yaml"
+DEMO = REPO_ROOT.parent / "shared" / "data" / "demos" / "ExpertPushBlock.demo"
+PARTS = ("pyramids", "pushblock", "speed")
+#: ML-Agents' ``config/ppo/PyramidsRND.yaml`` signal.
+RND_SIGNAL = {
+    "gamma": 0.99,
+    "strength": 0.01,
+    "learning_rate": 1.0e-4,
+    "network_settings": {"hidden_units": 64, "num_layers": 3},
+}
+
+
+def pyramids_variants(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The curiosity config, its RND variant and its extrinsic-only variant."""
+    variants: dict[str, dict[str, Any]] = {}
+    for name, extra in (("curiosity", None), ("rnd", RND_SIGNAL), ("extrinsic", {})):
+        out = yaml.safe_load(yaml.safe_dump(config))
+        signals = out["behaviors"]["Pyramids"]["reward_signals"]
+        if extra is not None:
+            signals.pop("curiosity")
+            if extra:
+                signals["rnd"] = dict(extra)
+        variants[name] = out
+    return variants
+
+
+def pushblock_imitation_config(demo: Path) -> dict[str, Any]:
+    """ML-Agents' ``config/imitation/PushBlock.yaml`` with ``demo_path`` set to ``demo``."""
+    behavior = {
+        "trainer_type": "ppo",
+        "hyperparameters": {
+            "batch_size": 128, "buffer_size": 2048, "learning_rate": 3.0e-4, "beta": 0.01,
+            "epsilon": 0.2, "lambd": 0.95, "num_epoch": 3, "learning_rate_schedule": "linear",
+        },
+        "network_settings": {
+            "normalize": False, "hidden_units": 256, "num_layers": 2, "vis_encode_type": "simple",
+        },
+        "reward_signals": {
+            "extrinsic": {"gamma": 0.99, "strength": 1.0},
+            "gail": {
+                "gamma": 0.99, "strength": 0.01, "learning_rate": 3.0e-4, "use_actions": False,
+                "use_vail": False, "demo_path": str(demo),
+                "network_settings": {
+                    "normalize": False, "hidden_units": 128, "num_layers": 2,
+                    "vis_encode_type": "simple",
+                },
+            },
+        },
+        "keep_checkpoints": 5,
+        "max_steps": 100000,
+        "time_horizon": 64,
+        "summary_freq": 60000,
+        "behavioral_cloning": {
+            "demo_path": str(demo), "steps": 50000, "strength": 1.0, "samples_per_update": 0,
+        },
+    }  # fmt: skip
+    return {"behaviors": {"PushBlock": behavior}}
+
+
+def steps_to(output: str, behavior: str, target: float, tail: int = 1) -> int | None:
+    """The step of the first summary of ``behavior`` at which the mean reward of the last
+    ``tail`` summaries is at least ``target`` (one lucky episode does not count)."""
+    means: list[float] = []
+    for line in output.splitlines():
+        for summary in parse_summaries(line, behavior):
+            means.append(summary.mean_reward)
+            if len(means) >= tail and sum(means[-tail:]) / tail >= target:
+                return summary.step
+    return None
+
+
+def pyramids(args: argparse.Namespace, workdir: Path) -> bool:
+    """Part ``pyramids``; True when both intrinsic variants are clearly above."""
+    config = yaml.safe_load(PYRAMIDS_CONFIG.read_text(encoding="utf-8"))
+    config = with_max_steps(config, args.pyramids_steps)
+    rewards: dict[str, tuple[float, int]] = {}
+    for name, variant in pyramids_variants(config).items():
+        output = train(variant, f"pyramids-{name}", workdir, ["--scene", "Pyramids"], args.seed)
+        rewards[name] = mean_of_last(output, "Pyramids", args.tail)
+    print(f"\nPyramids, {args.pyramids_steps} steps each, seed {args.seed}")
+    for name, (reward, count) in rewards.items():
+        print(f"  {name:10s} mean reward (last {count}) {reward:+.3f}")
+    base = rewards["extrinsic"][0]
+    met = all(rewards[name][0] >= base + 0.1 for name in ("curiosity", "rnd"))
+    print(
+        f"  goal: curiosity and RND clearly above extrinsic only -> {'met' if met else 'not met'}"
+    )
+    return met
+
+
+def pushblock(args: argparse.Namespace, workdir: Path) -> bool | None:
+    """Part ``pushblock``; True when the demonstrations reach the target in fewer steps, None
+    without the demonstration file."""
+    if not DEMO.is_file():
+        print(f"\npushblock: skipped, {DEMO} is absent")
+        return None
+    imitation = pushblock_imitation_config(DEMO)
+    imitation = with_max_steps(imitation, args.pushblock_steps)
+    plain = yaml.safe_load(yaml.safe_dump(imitation))
+    behavior = plain["behaviors"]["PushBlock"]
+    behavior.pop("behavioral_cloning")
+    behavior["reward_signals"].pop("gail")
+    reached: dict[str, int | None] = {}
+    for name, variant in (("gail+bc", imitation), ("ppo", plain)):
+        output = train(variant, f"pushblock-{name}", workdir, ["--scene", "PushBlock"], args.seed)
+        reached[name] = steps_to(output, "PushBlock", args.pushblock_target, args.tail)
+    print(f"\nPushBlock, steps to mean reward {args.pushblock_target}, seed {args.seed}")
+    for name, step in reached.items():
+        shown = f"{step} steps" if step is not None else f"not within {args.pushblock_steps}"
+        print(f"  {name:8s} {shown}")
+    ours, plain_steps = reached["gail+bc"], reached["ppo"]
+    met = ours is not None and (plain_steps is None or ours < plain_steps)
+    print(f"  goal: fewer steps with the demonstrations -> {'met' if met else 'not met'}")
+    return met
+
+
+def speed(args: argparse.Namespace, workdir: Path) -> bool | None:
+    """Part ``speed``; True when unity-train takes at most half mlagents-learn's time."""
+    config = yaml.safe_load(PYRAMIDS_CONFIG.read_text(encoding="utf-8"))
+    return race_mlagents_learn(
+        config, "Pyramids", "Pyramids", args.target, args.time_limit, args.seed, workdir
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the chosen parts and print their results side by side."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_arguments(parser, PARTS)
+    parser.add_argument("--pyramids-steps", type=int, default=300_000)
+    parser.add_argument("--pushblock-steps", type=int, default=300_000)
+    parser.add_argument("--pushblock-target", type=float, default=4.0)
+    parser.add_argument("--target", type=float, default=0.0, help="Pyramids reward (speed)")
+    args = parser.parse_args(argv)
+    return run_parts(
+        {"pyramids": pyramids, "pushblock": pushblock, "speed": speed}, args, "intrinsic-imitation-"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

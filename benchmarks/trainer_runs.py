@@ -1,0 +1,195 @@
+"""Helpers the training benchmarks share: run ``unity-train`` to a step budget, read its
+summaries and TensorBoard scalars, and race it against the official ``mlagents-learn`` to a
+reward on one executable of a built-in scene.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.mlagents_learn_3dball import (
+    _LEARN_WITH_LEGACY_ONNX_EXPORT,
+    ensure_onnx,
+    parse_summaries,
+)
+from benchmarks.peer_runner import free_port, peer_process_environment
+from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv
+from benchmarks.train_3dball import ContenderResult, run_until_target
+
+__all__ = [
+    "Part",
+    "add_common_arguments",
+    "last_scalar",
+    "mean_of_last",
+    "race_mlagents_learn",
+    "run_parts",
+    "train",
+    "with_max_steps",
+]
+
+Part = Callable[[argparse.Namespace, Path], "bool | None"]
+"""One part of a benchmark: True when it met its goal, False when not, None when it could not
+run (the reason printed)."""
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def with_max_steps(config: dict[str, Any], steps: int, summaries: int = 20) -> dict[str, Any]:
+    """``config`` with a step budget: the behavior with the largest ``max_steps`` gets
+    ``steps``, the others the same fraction of theirs (so a game whose behaviors decide at
+    different rates, such as WallJump's, keeps the config's proportions); each behavior writes
+    ``summaries`` summaries over its budget."""
+    out = yaml.safe_load(yaml.safe_dump(config))
+    behaviors = out["behaviors"].values()
+    largest = max(int(behavior.get("max_steps", 500_000)) for behavior in behaviors)
+    for behavior in behaviors:
+        share = int(behavior.get("max_steps", 500_000)) / largest
+        behavior["max_steps"] = max(int(steps * share), 1)
+        behavior["summary_freq"] = max(behavior["max_steps"] // summaries, 100)
+    return out
+
+
+def mean_of_last(output: str, behavior: str, tail: int) -> tuple[float, int]:
+    """The mean of the last ``tail`` summaries' mean rewards in ``output``, and their count
+    (nan, 0 without any summary)."""
+    summaries = [s for line in output.splitlines() for s in parse_summaries(line, behavior)]
+    last = summaries[-tail:]
+    if not last:
+        return float("nan"), 0
+    return sum(s.mean_reward for s in last) / len(last), len(last)
+
+
+def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str], seed: int) -> str:
+    """Run ``unity-train`` on ``config`` to its ``max_steps``; returns its console output."""
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    command = [
+        sys.executable, "-m", "trainers", str(path), "--run-id", name,
+        "--results-dir", str(workdir / "results"), "--seed", str(seed), *flags,
+    ]  # fmt: skip
+    print(f"\n== {name}\n$ unity-train {' '.join(command[3:])}", flush=True)
+    done = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=4 * 3600
+    )
+    output = done.stdout + done.stderr
+    for line in output.splitlines():
+        if "Mean Reward" in line or "lesson" in line.lower() or "Error" in line:
+            print(f"  {line}", flush=True)
+    if done.returncode != 0:
+        print(output[-3000:], flush=True)
+        raise RuntimeError(f"{name}: unity-train exited with {done.returncode}")
+    return output
+
+
+def last_scalar(run_dir: Path, tag: str) -> float | None:
+    """The last value of TensorBoard scalar ``tag`` under ``run_dir`` (None if absent)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    last: tuple[float, float] | None = None
+    for events in run_dir.rglob("events.out.tfevents.*"):
+        accumulator = EventAccumulator(str(events.parent))
+        accumulator.Reload()
+        if tag in accumulator.Tags()["scalars"]:
+            event = accumulator.Scalars(tag)[-1]
+            if last is None or event.wall_time > last[0]:
+                last = (event.wall_time, event.value)
+    return None if last is None else last[1]
+
+
+def race_mlagents_learn(
+    config: dict[str, Any],
+    scene: str,
+    behavior: str,
+    target: float,
+    time_limit: float,
+    seed: int,
+    workdir: Path,
+) -> bool | None:
+    """Wall time from launch to the first summary of ``behavior`` with mean reward >=
+    ``target``: ``unity-train`` then ``mlagents-learn`` (reference peer venv), on ``config``,
+    one game process of one executable of built-in ``scene``. Prints both and their ratio.
+
+    Returns:
+        Whether ``unity-train`` took at most half ``mlagents-learn``'s time; ``None`` when the
+        reference peer is unavailable (printed).
+    """
+    from unity_gym.player.build import build_executable
+
+    try:
+        python = ensure_peer_venv(learn=True)
+        ensure_onnx(python)
+    except PeerUnavailableError as error:
+        print(f"\nmlagents-learn race skipped: reference peer venv unavailable: {error}")
+        return None
+    build = build_executable(scene, workdir / f"build-{scene}").with_suffix("")
+    path = workdir / f"race-{scene}.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    shared = [
+        str(path), "--env", str(build), "--num-envs", "1", "--run-id", "race",
+        "--seed", str(seed), "--timeout-wait", "120",
+    ]  # fmt: skip
+    commands = {
+        "unity-train": [
+            sys.executable, "-m", "trainers", *shared,
+            "--results-dir", str(workdir / f"race-{scene}-unity-train"),
+        ],
+        "mlagents-learn": [
+            str(python), "-c", _LEARN_WITH_LEGACY_ONNX_EXPORT, *shared,
+            "--results-dir", str(workdir / f"race-{scene}-mlagents-learn"),
+            "--base-port", str(free_port()), "--no-graphics", "--torch-device", "cpu",
+        ],
+    }  # fmt: skip
+    results: dict[str, ContenderResult] = {}
+    for name, command in commands.items():
+        env = peer_process_environment() if name == "mlagents-learn" else dict(os.environ)
+        results[name] = run_until_target(name, command, env, target, time_limit, behavior=behavior)
+    print(f"\n{scene}, time to mean reward {target}, seed {seed}")
+    for result in results.values():
+        shown = "not reached" if result.seconds is None else f"{result.seconds:7.1f} s"
+        print(
+            f"  {result.name:15s} {shown} (step {result.step}, last mean {result.last_mean:+.3f})"
+        )
+    ours, theirs = results["unity-train"].seconds, results["mlagents-learn"].seconds
+    if ours is None or theirs is None:
+        print("  unity-train / mlagents-learn: n/a (goal <= 0.5x)")
+        return False
+    print(f"  unity-train / mlagents-learn: {ours / theirs:.2f}x (goal <= 0.5x)")
+    return ours / theirs <= 0.5
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, parts: Sequence[str]) -> None:
+    """``--only``, ``--time-limit``, ``--seed`` and ``--tail``."""
+    parser.add_argument("--only", action="append", choices=parts, help="parts to run")
+    parser.add_argument("--time-limit", type=float, default=1800.0, help="seconds (race)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tail", type=int, default=3, help="summaries averaged per run")
+
+
+def run_parts(parts: dict[str, Part], args: argparse.Namespace, prefix: str) -> int:
+    """Run the parts ``args.only`` chose (all by default) in a temporary folder.
+
+    Returns:
+        The exit status: 0 when every part met its goal, 1 otherwise, 2 when one could not run.
+    """
+    chosen = [name for name in parts if not args.only or name in args.only]
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    print(f"load average {os.getloadavg()[0]:.1f}; parts: {', '.join(chosen)}", flush=True)
+    outcomes: list[bool | None] = []
+    try:
+        for name in chosen:
+            outcomes.append(parts[name](args, workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if any(outcome is None for outcome in outcomes):
+        return 2
+    return 0 if all(outcomes) else 1
