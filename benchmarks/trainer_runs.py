@@ -1,17 +1,22 @@
 """Helpers the training benchmarks share: run ``unity-train`` to a step budget, read its
 summaries and TensorBoard scalars, and race it against the official ``mlagents-learn`` to a
-reward on one executable of a built-in scene.
+reward (the mean reward, or the mean group reward of a cooperative game) on one executable of a
+built-in scene.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +29,19 @@ from benchmarks.mlagents_learn_3dball import (
 )
 from benchmarks.peer_runner import free_port, peer_process_environment
 from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv
-from benchmarks.train_3dball import ContenderResult, run_until_target
+from benchmarks.train_3dball import ContenderResult, _stop_group, run_until_target
 
 __all__ = [
+    "GROUP_REWARD",
     "Part",
+    "ScalarPoint",
     "add_common_arguments",
     "last_scalar",
     "mean_of_last",
     "race_mlagents_learn",
     "run_parts",
+    "run_until_group_reward",
+    "scalar_series",
     "train",
     "with_max_steps",
 ]
@@ -42,6 +51,14 @@ Part = Callable[[argparse.Namespace, Path], "bool | None"]
 run (the reason printed)."""
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+#: The TensorBoard tag of a group's cumulative reward per group episode (ML-Agents' name; POCA).
+GROUP_REWARD = "Environment/Group Cumulative Reward"
+#: A summary line of ``unity-train`` or ``mlagents-learn``: behavior, step and the rest.
+_SUMMARY_LINE = re.compile(
+    r"\] (?P<behavior>[^.\s]+)\. Step: (?P<step>\d+)\. Time Elapsed: [\d.]+ s\.(?P<rest>.*)"
+)
+#: ``mlagents-learn`` shows the mean group reward in its summary line when there is one.
+_MEAN_GROUP_REWARD = re.compile(r"Mean Group Reward: (?P<mean>-?\d+(?:\.\d+)?)")
 
 
 def with_max_steps(config: dict[str, Any], steps: int, summaries: int = 20) -> dict[str, Any]:
@@ -91,19 +108,102 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
     return output
 
 
-def last_scalar(run_dir: Path, tag: str) -> float | None:
-    """The last value of TensorBoard scalar ``tag`` under ``run_dir`` (None if absent)."""
+@dataclass(frozen=True)
+class ScalarPoint:
+    """One TensorBoard scalar event."""
+
+    wall_time: float
+    step: int
+    value: float
+
+
+def scalar_series(run_dir: Path, tag: str) -> list[ScalarPoint]:
+    """Every event of TensorBoard scalar ``tag`` in the event files under ``run_dir``, in
+    the order they were written (empty if absent)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    last: tuple[float, float] | None = None
+    points: list[ScalarPoint] = []
     for events in run_dir.rglob("events.out.tfevents.*"):
-        accumulator = EventAccumulator(str(events.parent))
+        accumulator = EventAccumulator(str(events.parent), size_guidance={"scalars": 0})
         accumulator.Reload()
         if tag in accumulator.Tags()["scalars"]:
-            event = accumulator.Scalars(tag)[-1]
-            if last is None or event.wall_time > last[0]:
-                last = (event.wall_time, event.value)
-    return None if last is None else last[1]
+            points += [
+                ScalarPoint(event.wall_time, event.step, event.value)
+                for event in accumulator.Scalars(tag)
+            ]
+    return sorted(points, key=lambda point: point.wall_time)
+
+
+def last_scalar(run_dir: Path, tag: str) -> float | None:
+    """The last value of TensorBoard scalar ``tag`` under ``run_dir`` (None if absent)."""
+    points = scalar_series(run_dir, tag)
+    return points[-1].value if points else None
+
+
+def run_until_group_reward(
+    name: str,
+    command: list[str],
+    env: dict[str, str],
+    target: float,
+    time_limit: float,
+    behavior: str,
+    run_dir: Path,
+) -> ContenderResult:
+    """Run a trainer until a summary of ``behavior`` shows a mean group reward >= ``target``,
+    it exits or ``time_limit`` seconds pass; the trainer and what it launched are stopped then.
+
+    A summary's mean group reward is the ``Mean Group Reward`` of its line (``mlagents-learn``),
+    else the :data:`GROUP_REWARD` scalar written for that step under ``run_dir``
+    (``unity-train`` writes its TensorBoard scalars before the line). ``last_mean`` of the
+    result is the last such value (nan without any).
+    """
+    print(f"\n== {name}\n$ {' '.join(command[:2])} ... {' '.join(command[3:])}", flush=True)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its games too: the whole group is stopped at the end
+    )
+    timer = threading.Timer(time_limit, _stop_group, (proc,))
+    timer.start()
+    seconds: float | None = None
+    step, last_mean = 0, float("nan")
+    tail: list[str] = []
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            tail = [*tail[-14:], line]
+            match = _SUMMARY_LINE.search(line)
+            if match is None or match["behavior"] != behavior:
+                if "Traceback" in line or "rror" in line:
+                    print(f"  {line.rstrip()}", flush=True)
+                continue
+            elapsed, step = time.monotonic() - started, int(match["step"])
+            shown = _MEAN_GROUP_REWARD.search(match["rest"])
+            if shown is not None:
+                last_mean = float(shown["mean"])
+            else:
+                at_step = [p.value for p in scalar_series(run_dir, GROUP_REWARD) if p.step == step]
+                last_mean = at_step[-1] if at_step else float("nan")
+            print(
+                f"  [{elapsed:6.1f} s] step {step}: mean group reward {last_mean:+.3f}", flush=True
+            )
+            if last_mean >= target:
+                seconds = elapsed
+                break
+    finally:
+        timer.cancel()
+        _stop_group(proc)
+    note = ""
+    if seconds is None:
+        why = "time limit" if time.monotonic() - started >= time_limit else "exited"
+        note = f"{why} (exit code {proc.returncode}) before reaching {target}"
+        print(f"  {note}; last lines:\n{''.join(tail)}", flush=True)
+    return ContenderResult(name, seconds, step, last_mean, note)
 
 
 def race_mlagents_learn(
@@ -114,10 +214,13 @@ def race_mlagents_learn(
     time_limit: float,
     seed: int,
     workdir: Path,
+    group_reward: bool = False,
 ) -> bool | None:
     """Wall time from launch to the first summary of ``behavior`` with mean reward >=
     ``target``: ``unity-train`` then ``mlagents-learn`` (reference peer venv), on ``config``,
     one game process of one executable of built-in ``scene``. Prints both and their ratio.
+    With ``group_reward``, the mean group reward is raced instead
+    (:func:`run_until_group_reward`; for games whose agents have no reward of their own).
 
     Returns:
         Whether ``unity-train`` took at most half ``mlagents-learn``'s time; ``None`` when the
@@ -152,8 +255,17 @@ def race_mlagents_learn(
     results: dict[str, ContenderResult] = {}
     for name, command in commands.items():
         env = peer_process_environment() if name == "mlagents-learn" else dict(os.environ)
-        results[name] = run_until_target(name, command, env, target, time_limit, behavior=behavior)
-    print(f"\n{scene}, time to mean reward {target}, seed {seed}")
+        if group_reward:
+            run_dir = workdir / f"race-{scene}-{name}" / "race"
+            results[name] = run_until_group_reward(
+                name, command, env, target, time_limit, behavior, run_dir
+            )
+        else:
+            results[name] = run_until_target(
+                name, command, env, target, time_limit, behavior=behavior
+            )
+    what = "mean group reward" if group_reward else "mean reward"
+    print(f"\n{scene}, time to {what} {target}, seed {seed}")
     for result in results.values():
         shown = "not reached" if result.seconds is None else f"{result.seconds:7.1f} s"
         print(

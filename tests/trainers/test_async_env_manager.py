@@ -67,7 +67,9 @@ def test_each_game_is_a_group_that_steps_independently(manager: VectorEnvManager
         manager.send(group, _actions(sent[group]))
     assert manager.in_flight == GAMES
     order = []
-    for _ in range(30):
+    # at least 30 steps, and until every game has answered (a loaded machine may let one game
+    # lag far behind the others: that is what independent stepping allows)
+    while len(order) < 30 or (set(order) != {0, 1, 2} and len(order) < 600):
         step = manager.receive()[BEHAVIOR]
         group = step.group
         order.append(group)

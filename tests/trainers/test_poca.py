@@ -4,6 +4,8 @@ the bundled config on the built-in PushBlockCollab scene (real player over gRPC)
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ from trainers.common.buffers import generalized_advantages
 from trainers.common.checkpoints import load_checkpoint
 from trainers.common.networks import build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
+from trainers.common.stats import GROUP_CUMULATIVE_REWARD, StatsReporter
 from trainers.env_manager import PolicyDecision
 from trainers.parallel_env_manager import GROUP_ID_SPAN, ParallelEnvManager
 from trainers.poca.groups import credit_early_finishers, group_layout, poca_rewards
@@ -227,3 +230,23 @@ def test_bundled_poca_config_trains_push_block_collab_and_exports_onnx(
         assert tag in scalars and all(np.isfinite(scalars[tag]))
     session = onnxruntime.InferenceSession(str(run / "PushBlockCollab.onnx"))
     assert {i.name for i in session.get_inputs()} == {"obs_0", "action_masks"}
+
+
+def test_summary_line_shows_the_mean_group_reward_as_ml_agents_does(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    stats = StatsReporter("Collab", tmp_path, time.monotonic())
+    try:
+        stats.add_episode(-0.5, 10)
+        stats.add_episode(1.5, 10)
+        with caplog.at_level(logging.INFO, logger="trainers"):
+            stats.write_summary(100, training=True)
+            stats.add_episode(2.0, 10)
+            stats.add(GROUP_CUMULATIVE_REWARD, 3.0)
+            stats.add(GROUP_CUMULATIVE_REWARD, 1.0)
+            stats.write_summary(200, training=True)
+    finally:
+        stats.close()
+    first, second = (r.getMessage() for r in caplog.records if "Step:" in r.getMessage())
+    assert "Mean Reward: 0.500. Std of Reward: 1.000. Training." in first
+    assert "Mean Reward: 2.000. Mean Group Reward: 2.000. Training." in second

@@ -19,11 +19,13 @@ from pathlib import Path
 import numpy as np
 from torch.utils.tensorboard import SummaryWriter
 
-__all__ = ["CUMULATIVE_REWARD", "EPISODE_LENGTH", "StatsReporter"]
+__all__ = ["CUMULATIVE_REWARD", "EPISODE_LENGTH", "GROUP_CUMULATIVE_REWARD", "StatsReporter"]
 
 logger = logging.getLogger("trainers")
 
 CUMULATIVE_REWARD = "Environment/Cumulative Reward"
+GROUP_CUMULATIVE_REWARD = "Environment/Group Cumulative Reward"
+"""Each group episode's summed group rewards (MA-POCA), as ML-Agents names it."""
 EPISODE_LENGTH = "Environment/Episode Length"
 
 
@@ -108,13 +110,20 @@ class StatsReporter:
         mode = "Training." if training else "Not Training."
         if rewards:
             self.last_mean_reward = float(np.mean(rewards))
+            group_rewards = values.get(GROUP_CUMULATIVE_REWARD)
+            # ML-Agents shows the groups' mean reward instead of the spread when there are groups
+            spread = (
+                f"Mean Group Reward: {np.mean(group_rewards):.3f}"
+                if group_rewards
+                else f"Std of Reward: {np.std(rewards):.3f}"
+            )
             logger.info(
-                "%s. Step: %d. Time Elapsed: %.1f s. Mean Reward: %.3f. Std of Reward: %.3f. %s",
+                "%s. Step: %d. Time Elapsed: %.1f s. Mean Reward: %.3f. %s. %s",
                 self.behavior_name,
                 step,
                 elapsed,
                 self.last_mean_reward,
-                float(np.std(rewards)),
+                spread,
                 mode,
             )
         else:

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from trainers.common.buffers import Rollout, generalized_advantages
+from trainers.common.stats import GROUP_CUMULATIVE_REWARD
 from trainers.common.trainer import Trainer, TrainerContext
 from trainers.env_manager import BehaviorStep, PolicyDecision
 from trainers.poca.groups import (
@@ -196,7 +197,7 @@ class POCATrainer(PPOTrainer):
         going_on = step.valid & ~step.done
         for slot in np.flatnonzero(ended & (ids != 0)):
             if not (going_on & (ids == ids[slot])).any():  # the whole group has finished
-                self.context.stats.add("Environment/Group Cumulative Reward", float(sums[slot]))
+                self.context.stats.add(GROUP_CUMULATIVE_REWARD, float(sums[slot]))
         sums[ended] = 0.0
 
     def _bootstrap_values(self, step: BehaviorStep, rows: np.ndarray) -> np.ndarray:

@@ -1,0 +1,218 @@
+"""Multi-agent training side by side: Tennis self-play, SoccerTwos POCA, PushBlockCollab POCA.
+
+Tennis with self-play, SoccerTwos with MA-POCA and self-play, and PushBlockCollab with MA-POCA
+against PPO and against ``mlagents-learn``.
+
+Three parts, run one after another in this one invocation, on the same headless player and seed:
+
+* ``tennis``: ``trainers/configs/Tennis_ppo.yaml`` (ML-Agents' ``config/ppo/Tennis.yaml``: PPO +
+  self-play) on ``--scene Tennis`` for ``--tennis-steps`` agent steps (of the learning team).
+  Printed: ``Self-play/ELO`` at every summary (TensorBoard, under the run's ``Tennis/`` folder),
+  then the point-win rate of the exported ``Tennis.onnx`` against a uniformly random policy over
+  ``--eval-episodes`` points (:mod:`benchmarks.policy_eval`; goal >= 90%).
+* ``soccer``: ML-Agents' ``config/poca/SoccerTwos.yaml`` (POCA + self-play; built below as
+  :data:`SOCCER_TWOS_POCA`) on ``--scene SoccerTwos`` for ``--soccer-steps`` steps. Printed: the
+  ELO at every summary, then the win rate of the exported ``SoccerTwos.onnx`` team against a
+  random team over ``--eval-episodes`` games (a game ends at a goal or after the scene's 5000
+  steps, a draw; goal >= 80% of all games won).
+* ``collab``: ``trainers/configs/PushBlockCollab_poca.yaml`` (ML-Agents'
+  ``config/poca/PushBlockCollab.yaml``) against ``trainers/configs/PushBlockCollab_ppo.yaml`` (the
+  same hyperparameters, PPO on each agent's reward plus its group's reward), ``--collab-steps``
+  steps each on ``--scene PushBlockCollab``. The figure of each is the mean over its last
+  ``--tail`` summaries of: for POCA, ``Environment/Group Cumulative Reward`` (TensorBoard: the
+  group rewards summed over each group episode); for PPO, the summary line's mean reward (each
+  agent's cumulative reward per episode, which holds the group rewards since PushBlockCollab
+  has no reward of an agent's own; every member of a group gets the same, so it is the group's
+  sum too). Goal: POCA higher. Then, unless ``--skip-race``, the wall time from launch to the
+  first summary with mean group reward >= ``--target`` on the POCA config (``max_steps`` as
+  bundled), ``unity-train`` vs the official ``mlagents-learn`` 1.1.0 in the reference peer venv,
+  one game process of the same PushBlockCollab executable (goal: ratio <= 0.5).
+
+Besides ``max_steps``, :func:`benchmarks.trainer_runs.with_max_steps` changes ``summary_freq``
+(a twentieth of the budget) in the trained configs; nothing else. ``--random-baseline`` also
+plays the evaluation games random against random (about 50% wins in Tennis; in SoccerTwos about
+as many wins as losses, most games drawn).
+
+Usage::
+
+    python -m benchmarks.multiagent [--only tennis|soccer|collab ...]
+        [--tennis-steps 500000] [--soccer-steps 1000000] [--collab-steps 500000]
+        [--eval-episodes 100] [--random-baseline] [--target 4.0] [--skip-race]
+        [--time-limit 1800] [--seed 1] [--tail 3]
+
+Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
+(the reference peer is unavailable; the reason is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.policy_eval import MatchRecord, play_against_random  # noqa: E402
+from benchmarks.trainer_runs import (  # noqa: E402
+    GROUP_REWARD,
+    add_common_arguments,
+    mean_of_last,
+    race_mlagents_learn,
+    run_parts,
+    scalar_series,
+    train,
+    with_max_steps,
+)
+
+__all__ = ["PARTS", "SOCCER_TWOS_POCA", "main"]
+
+CONFIGS = REPO_ROOT / "trainers" / "configs"
+TENNIS_CONFIG = CONFIGS / "Tennis_ppo.yaml"
+COLLAB_POCA_CONFIG = CONFIGS / "PushBlockCollab_poca.yaml"
+COLLAB_PPO_CONFIG = CONFIGS / "PushBlockCollab_ppo.yaml"
+PARTS = ("tennis", "soccer", "collab")
+ELO = "Self-play/ELO"
+#: ML-Agents' ``config/poca/SoccerTwos.yaml``.
+SOCCER_TWOS_POCA: dict[str, Any] = {
+    "behaviors": {
+        "SoccerTwos": {
+            "trainer_type": "poca",
+            "hyperparameters": {
+                "batch_size": 2048, "buffer_size": 20480, "learning_rate": 3.0e-4, "beta": 5.0e-3,
+                "epsilon": 0.2, "lambd": 0.95, "num_epoch": 3, "learning_rate_schedule": "constant",
+            },
+            "network_settings": {
+                "normalize": False, "hidden_units": 512, "num_layers": 2,
+                "vis_encode_type": "simple",
+            },
+            "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
+            "keep_checkpoints": 5,
+            "max_steps": 50_000_000,
+            "time_horizon": 1000,
+            "summary_freq": 10000,
+            "threaded": False,
+            "self_play": {
+                "save_steps": 50000, "team_change": 200000, "swap_steps": 2000, "window": 10,
+                "play_against_latest_model_ratio": 0.5, "initial_elo": 1200.0,
+            },
+        }
+    }
+}  # fmt: skip
+
+
+def _print_elo(run_dir: Path) -> None:
+    """Print ``Self-play/ELO`` at every summary of the run, five to a line."""
+    points = scalar_series(run_dir, ELO)
+    print(f"  ELO over training ({len(points)} summaries; step: ELO):")
+    for start in range(0, len(points), 5):
+        row = points[start : start + 5]
+        print("    " + "   ".join(f"{point.step:>8d}: {point.value:7.1f}" for point in row))
+
+
+def _evaluate(
+    args: argparse.Namespace, scene: str, model: Path, goal: float, what: str
+) -> MatchRecord:
+    """Print (and return) the trained team's record against a random team, and the random
+    baseline when asked."""
+    record = play_against_random(scene, model, args.eval_episodes, args.seed)
+    print(f"  trained vs random, {args.eval_episodes} {what}: {record} (goal >= {goal:.0%})")
+    if args.random_baseline:
+        baseline = play_against_random(scene, None, args.eval_episodes, args.seed)
+        print(f"  random vs random, {args.eval_episodes} {what}: {baseline}")
+    return record
+
+
+def _self_play(
+    args: argparse.Namespace,
+    workdir: Path,
+    config: dict[str, Any],
+    scene: str,
+    steps: int,
+    what: str,
+    goal: float,
+) -> bool:
+    """Train ``config`` on ``scene`` for ``steps``, print its ELO and its record against a
+    random team; True when the win rate reaches ``goal``."""
+    name = scene.lower()
+    train(with_max_steps(config, steps), name, workdir, ["--scene", scene], args.seed)
+    run_dir = workdir / "results" / name
+    print(f"\n{scene}, {steps} steps, seed {args.seed}")
+    _print_elo(run_dir)
+    record = _evaluate(args, scene, run_dir / f"{scene}.onnx", goal, what)
+    met = record.win_rate >= goal
+    print(f"  goal: win rate >= {goal:.0%} -> {'met' if met else 'not met'}")
+    return met
+
+
+def tennis(args: argparse.Namespace, workdir: Path) -> bool:
+    """Part ``tennis``; True when the trained policy wins at least 90% of points."""
+    config = yaml.safe_load(TENNIS_CONFIG.read_text(encoding="utf-8"))
+    return _self_play(args, workdir, config, "Tennis", args.tennis_steps, "points", 0.9)
+
+
+def soccer(args: argparse.Namespace, workdir: Path) -> bool:
+    """Part ``soccer``; True when the trained team wins at least 80% of games."""
+    return _self_play(
+        args, workdir, SOCCER_TWOS_POCA, "SoccerTwos", args.soccer_steps, "games", 0.8
+    )
+
+
+def collab(args: argparse.Namespace, workdir: Path) -> bool | None:
+    """Part ``collab``; True when POCA's mean group reward is above PPO's and (unless
+    ``--skip-race``) ``unity-train`` takes at most half ``mlagents-learn``'s time; None when
+    the reference peer is unavailable."""
+    poca_config = yaml.safe_load(COLLAB_POCA_CONFIG.read_text(encoding="utf-8"))
+    ppo_config = yaml.safe_load(COLLAB_PPO_CONFIG.read_text(encoding="utf-8"))
+    flags = ["--scene", "PushBlockCollab"]
+    train(with_max_steps(poca_config, args.collab_steps), "collab-poca", workdir, flags, args.seed)
+    points = scalar_series(workdir / "results" / "collab-poca", GROUP_REWARD)[-args.tail :]
+    poca = sum(point.value for point in points) / len(points) if points else float("nan")
+    output = train(
+        with_max_steps(ppo_config, args.collab_steps), "collab-ppo", workdir, flags, args.seed
+    )
+    ppo, ppo_count = mean_of_last(output, "PushBlockCollab", args.tail)
+    print(f"\nPushBlockCollab, {args.collab_steps} steps each, seed {args.seed}")
+    print(f"  poca  mean group reward (last {len(points)} summaries, TensorBoard) {poca:+.3f}")
+    print(f"  ppo   mean episode reward (last {ppo_count} summaries)             {ppo:+.3f}")
+    higher = poca > ppo
+    print(f"  goal: POCA higher -> {'met' if higher else 'not met'}")
+    if args.skip_race:
+        return higher
+    raced = race_mlagents_learn(
+        poca_config,
+        "PushBlockCollab",
+        "PushBlockCollab",
+        args.target,
+        args.time_limit,
+        args.seed,
+        workdir,
+        group_reward=True,
+    )
+    return None if raced is None else higher and raced
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the chosen parts and print their results side by side."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_arguments(parser, PARTS)
+    parser.add_argument("--tennis-steps", type=int, default=500_000)
+    parser.add_argument("--soccer-steps", type=int, default=1_000_000)
+    parser.add_argument("--collab-steps", type=int, default=500_000)
+    parser.add_argument("--eval-episodes", type=int, default=100, help="games vs random")
+    parser.add_argument("--random-baseline", action="store_true", help="also play random vs random")
+    parser.add_argument(
+        "--target", type=float, default=4.0, help="PushBlockCollab mean group reward (race)"
+    )
+    parser.add_argument("--skip-race", action="store_true", help="collab: no mlagents-learn race")
+    args = parser.parse_args(argv)
+    return run_parts({"tennis": tennis, "soccer": soccer, "collab": collab}, args, "multiagent-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

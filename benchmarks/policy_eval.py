@@ -1,0 +1,210 @@
+"""Play an exported policy's team against a uniformly random team in a built-in two-team scene
+and count the games won, lost and drawn.
+
+The game is ``unity_gym.pettingzoo.parallel_env(scene=...)`` with one area (Tennis: one agent
+per team; SoccerTwos: two). The team is the ``?team=<t>`` suffix of an agent's behavior. The
+trained team's agents act with the ONNX model ``unity-train`` exported (``<run>/<Behavior>.onnx``,
+the names of :mod:`trainers.common.onnx_export`: inputs ``obs_0``... and ``action_masks`` for
+discrete actions, outputs ``deterministic_continuous_actions`` /
+``deterministic_discrete_actions``); each agent's observation goes through the
+:class:`~trainers.common.spaces.ObservationLayout` of its own observation space, as in training
+(SoccerTwos' sensors are named after the team). The other team samples its action space
+uniformly (respecting action masks). The trained team alternates between the two teams from one
+game to the next, so that neither side of the court or field favours it.
+
+A game is one PettingZoo episode: it ends when every agent has ended its episode (a Tennis point,
+a SoccerTwos goal or time-out). Its result is the sign of the trained team's final reward minus
+the other team's (each agent's reward plus its group reward in the step its episode ended): a
+win, a loss or a draw (0: a SoccerTwos time-out). With no model, both teams play randomly
+(a baseline: about as many wins as losses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainers.common.spaces import ActionLayout, ObservationLayout
+from trainers.ghost.trainer import team_of
+
+__all__ = ["MatchRecord", "OnnxPolicy", "play_against_random"]
+
+_CPU = torch.device("cpu")
+
+
+@dataclass
+class MatchRecord:
+    """Games won, lost and drawn by the trained team."""
+
+    wins: int = 0
+    losses: int = 0
+    draws: int = 0
+
+    @property
+    def games(self) -> int:
+        """Games played."""
+        return self.wins + self.losses + self.draws
+
+    @property
+    def win_rate(self) -> float:
+        """Wins over all games (a draw is not a win); nan without games."""
+        return self.wins / self.games if self.games else float("nan")
+
+    def add(self, margin: float) -> None:
+        """Count one game whose final reward margin (trained minus other team) is ``margin``."""
+        if margin > 0:
+            self.wins += 1
+        elif margin < 0:
+            self.losses += 1
+        else:
+            self.draws += 1
+
+    def __str__(self) -> str:
+        return (
+            f"win rate {100 * self.win_rate:5.1f}% ({self.wins} won, {self.losses} lost, "
+            f"{self.draws} drawn of {self.games})"
+        )
+
+
+class OnnxPolicy:
+    """An exported ``unity-train`` policy acting deterministically for one agent at a time.
+
+    Args:
+        path: the ``.onnx`` file.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: the model is recurrent (``recurrent_in``; not supported here).
+    """
+
+    def __init__(self, path: Path) -> None:
+        import onnxruntime
+
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} does not exist; did the training run finish and export its model?"
+            )
+        self._session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        inputs = [node.name for node in self._session.get_inputs()]
+        if "recurrent_in" in inputs:
+            raise ValueError(f"{path} is a recurrent policy; only feed-forward ones are played.")
+        self._observations = sum(1 for name in inputs if name.startswith("obs_"))
+        self._masked = "action_masks" in inputs
+        self._outputs = [
+            node.name
+            for node in self._session.get_outputs()
+            if node.name.startswith("deterministic_")
+        ]
+
+    def act(
+        self,
+        observation: Any,
+        layout: ObservationLayout,
+        actions: ActionLayout,
+        action_mask: Any = None,
+    ) -> Any:
+        """The deterministic action for one agent's ``observation`` in its action space.
+
+        Args:
+            observation: the agent's PettingZoo observation.
+            layout: the layout of the agent's observation space.
+            actions: the layout of the agent's action space.
+            action_mask: ``info["action_mask"]`` (the ``space.sample(mask=...)`` format), if any.
+
+        Raises:
+            ValueError: the observation has another number of entries than the model's inputs.
+        """
+        if len(layout.entries) != self._observations:
+            raise ValueError(
+                f"the model takes {self._observations} observation inputs but the agent's space "
+                f"has {len(layout.entries)} entries ({layout.names}); evaluate the model on the "
+                "scene it was trained on."
+            )
+        tensors = layout.to_tensors(layout.stack_single([observation]), _CPU)
+        feed = {f"obs_{i}": tensor.numpy() for i, tensor in enumerate(tensors)}
+        if self._masked:
+            feed["action_masks"] = _flat_mask(action_mask, actions.discrete_size)
+        found = dict(zip(self._outputs, self._session.run(self._outputs, feed), strict=True))
+        action = actions.to_env(
+            found.get("deterministic_continuous_actions"),
+            found.get("deterministic_discrete_actions"),
+        )
+        if isinstance(action, Mapping):
+            return {key: value[0] for key, value in action.items()}
+        return action[0]
+
+
+def _flat_mask(mask: Any, size: int) -> np.ndarray:
+    """A ``space.sample(mask=...)`` mask as the model's ``(1, size)`` float mask (1 = allowed)."""
+    if mask is None:
+        return np.ones((1, size), dtype=np.float32)
+    if isinstance(mask, Mapping):
+        mask = mask["discrete"]
+    parts = mask if isinstance(mask, tuple) else (mask,)
+    return np.concatenate([np.asarray(part, np.float32).reshape(-1) for part in parts])[None]
+
+
+def play_against_random(
+    scene: str, model: Path | None, games: int, seed: int, max_cycles: int | None = None
+) -> MatchRecord:
+    """Play ``games`` games of built-in ``scene``: ``model``'s team against a random team.
+
+    Args:
+        scene: a built-in scene with exactly two teams (Tennis, SoccerTwos).
+        model: the exported policy; None: both teams play randomly.
+        games: the number of games.
+        seed: the game's seed and the random team's.
+        max_cycles: end a game as a draw after this many steps (None: the scene's own end).
+
+    Raises:
+        ValueError: the scene does not have exactly two teams.
+    """
+    from unity_gym.pettingzoo import parallel_env
+
+    policy = None if model is None else OnnxPolicy(model)
+    env = parallel_env(scene=scene, seed=seed, max_cycles=max_cycles)
+    try:
+        behaviors: dict[str, str] = env.metadata["agent_behaviors"]
+        teams = {agent: team_of(behavior) for agent, behavior in behaviors.items()}
+        team_ids = sorted(set(teams.values()))
+        if len(team_ids) != 2:
+            raise ValueError(
+                f"scene {scene!r} has teams {team_ids}; play_against_random needs exactly two."
+            )
+        layouts = {
+            agent: (
+                ObservationLayout.from_space(env.observation_space(agent)),
+                ActionLayout.from_space(env.action_space(agent)),
+            )
+            for agent in env.possible_agents
+        }
+        for offset, agent in enumerate(env.possible_agents):
+            env.action_space(agent).seed(seed + offset)
+        record = MatchRecord()
+        for game in range(games):
+            trained = team_ids[game % 2]
+            observations, infos = env.reset()
+            final: dict[str, float] = {}
+            while env.agents:
+                actions = {}
+                for agent in env.agents:
+                    mask = infos[agent].get("action_mask")
+                    if policy is not None and teams[agent] == trained:
+                        actions[agent] = policy.act(observations[agent], *layouts[agent], mask)
+                    else:
+                        actions[agent] = env.action_space(agent).sample(mask=mask)
+                observations, rewards, terminations, truncations, infos = env.step(actions)
+                for agent, reward in rewards.items():
+                    if terminations[agent] or truncations[agent]:
+                        final[agent] = reward + float(infos[agent].get("group_reward", 0.0))
+            record.add(
+                sum(value if teams[agent] == trained else -value for agent, value in final.items())
+            )
+        return record
+    finally:
+        env.close()
