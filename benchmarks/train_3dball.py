@@ -48,7 +48,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv  # noqa:
 
 __all__ = [
     "CONTENDERS",
+    "ContenderProcess",
     "ContenderResult",
     "main",
     "run_until_target",
@@ -283,6 +284,47 @@ def _commands(
     ]
 
 
+class ContenderProcess:
+    """A trainer run in a new session (its games too), stopped with everything it launched when
+    the ``with`` block ends or ``time_limit`` seconds have passed (SIGINT, then SIGKILL)."""
+
+    def __init__(
+        self, name: str, command: list[str], env: dict[str, str], time_limit: float
+    ) -> None:
+        print(f"\n== {name}\n$ {' '.join(command[:2])} ... {' '.join(command[3:])}", flush=True)
+        self.time_limit = time_limit
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self._timer = threading.Timer(time_limit, _stop_group, (self.process,))
+        self._timer.start()
+
+    def __enter__(self) -> ContenderProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        _stop_group(self.process)
+
+    def lines(self) -> Iterator[tuple[float, str]]:
+        """Each output line with the seconds since launch, until the trainer exits."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            yield time.monotonic() - self.started, line
+
+    def why_not(self, target: float) -> str:
+        """Why the target was not reached (call after the ``with`` block)."""
+        why = "time limit" if time.monotonic() - self.started >= self.time_limit else "exited"
+        return f"{why} (exit code {self.process.returncode}) before reaching {target}"
+
+
 def run_until_target(
     name: str,
     command: list[str],
@@ -291,45 +333,24 @@ def run_until_target(
     time_limit: float,
     behavior: str = BEHAVIOR,
 ) -> ContenderResult:
-    """Run a trainer until a summary of ``behavior`` reaches ``target``, it exits or time is up.
-
-    The trainer and everything it launched run in a new session and are stopped at the end
-    (SIGINT, then SIGKILL).
-    """
-    print(f"\n== {name}\n$ {' '.join(command[:2])} ... {' '.join(command[3:])}", flush=True)
+    """Run a trainer until a summary of ``behavior`` reaches ``target``, it exits or time is up
+    (see :class:`ContenderProcess`)."""
     lines: list[tuple[float, str]] = []
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        command,
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its games too: the whole group is stopped at the end
-    )
-    timer = threading.Timer(time_limit, _stop_group, (proc,))
-    timer.start()
     reached = False
-    assert proc.stdout is not None
-    try:
-        for line in proc.stdout:
-            lines.append((time.monotonic() - started, line))
+    with ContenderProcess(name, command, env, time_limit) as run:
+        for elapsed, line in run.lines():
+            lines.append((elapsed, line))
             summaries = parse_summaries(line, behavior)
             if summaries or "Traceback" in line or "rror" in line:
-                print(f"  [{lines[-1][0]:6.1f} s] {line.rstrip()}", flush=True)
+                print(f"  [{elapsed:6.1f} s] {line.rstrip()}", flush=True)
             if summaries and summaries[0].mean_reward >= target:
                 reached = True
                 break
-    finally:
-        timer.cancel()
-        _stop_group(proc)
     seconds, step, mean = time_to_target(lines, target, behavior)
     note = ""
     if not reached:
         tail = "".join(line for _, line in lines[-15:])
-        why = "time limit" if time.monotonic() - started >= time_limit else "exited"
-        note = f"{why} (exit code {proc.returncode}) before reaching {target}"
+        note = run.why_not(target)
         print(f"  {note}; last lines:\n{tail}", flush=True)
     return ContenderResult(name, seconds, step, mean, note)
 

@@ -13,8 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +27,7 @@ from benchmarks.mlagents_learn_3dball import (
 )
 from benchmarks.peer_runner import free_port, peer_process_environment
 from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv
-from benchmarks.train_3dball import ContenderResult, _stop_group, run_until_target
+from benchmarks.train_3dball import ContenderProcess, ContenderResult, run_until_target
 
 __all__ = [
     "GROUP_REWARD",
@@ -157,32 +155,18 @@ def run_until_group_reward(
     (``unity-train`` writes its TensorBoard scalars before the line). ``last_mean`` of the
     result is the last such value (nan without any).
     """
-    print(f"\n== {name}\n$ {' '.join(command[:2])} ... {' '.join(command[3:])}", flush=True)
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        command,
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its games too: the whole group is stopped at the end
-    )
-    timer = threading.Timer(time_limit, _stop_group, (proc,))
-    timer.start()
     seconds: float | None = None
     step, last_mean = 0, float("nan")
     tail: list[str] = []
-    assert proc.stdout is not None
-    try:
-        for line in proc.stdout:
+    with ContenderProcess(name, command, env, time_limit) as run:
+        for elapsed, line in run.lines():
             tail = [*tail[-14:], line]
             match = _SUMMARY_LINE.search(line)
             if match is None or match["behavior"] != behavior:
                 if "Traceback" in line or "rror" in line:
                     print(f"  {line.rstrip()}", flush=True)
                 continue
-            elapsed, step = time.monotonic() - started, int(match["step"])
+            step = int(match["step"])
             shown = _MEAN_GROUP_REWARD.search(match["rest"])
             if shown is not None:
                 last_mean = float(shown["mean"])
@@ -195,13 +179,9 @@ def run_until_group_reward(
             if last_mean >= target:
                 seconds = elapsed
                 break
-    finally:
-        timer.cancel()
-        _stop_group(proc)
     note = ""
     if seconds is None:
-        why = "time limit" if time.monotonic() - started >= time_limit else "exited"
-        note = f"{why} (exit code {proc.returncode}) before reaching {target}"
+        note = run.why_not(target)
         print(f"  {note}; last lines:\n{''.join(tail)}", flush=True)
     return ContenderResult(name, seconds, step, last_mean, note)
 
