@@ -30,6 +30,7 @@ from trainers.settings import ConfigError
 from unity_gym.timers import hierarchical_timer
 
 __all__ = [
+    "GROUP_ID_SPAN",
     "BehaviorSlots",
     "BehaviorStep",
     "EnvManager",
@@ -38,6 +39,10 @@ __all__ = [
     "VectorEnvManager",
     "apply_env_params",
 ]
+
+#: Group ids of game *i* are offset by ``i * GROUP_ID_SPAN`` (Unity's ids are 32-bit), so that
+#: groups of different game processes never share an id.
+GROUP_ID_SPAN = 2**32
 
 logger = logging.getLogger(__name__)
 
@@ -432,12 +437,12 @@ class VectorEnvManager(LockstepEnvManager):
 
     def _group_ids(self, rows: np.ndarray, infos: Any) -> np.ndarray | None:
         """``infos["group_id"]`` of slots ``rows``, unique across games (game *i*'s group *g*
-        is ``i * 2**32 + g``, 0 = none); ``None`` when the env reports no groups."""
+        is ``i * GROUP_ID_SPAN + g``, 0 = none); ``None`` when the env reports no groups."""
         reported = infos.get("group_id") if isinstance(infos, dict) else None
         if reported is None:
             return None
         ids = np.asarray(reported, dtype=np.int64).reshape(len(rows))
-        return np.where(ids != 0, rows // self._per_game * 2**32 + ids, 0)
+        return np.where(ids != 0, rows // self._per_game * GROUP_ID_SPAN + ids, 0)
 
     def _track_episodes(
         self, rows: np.ndarray, rewards: np.ndarray, valid: np.ndarray, done: np.ndarray

@@ -45,7 +45,7 @@ so they include group rewards (ML-Agents' own statistic counts the individual re
 
 Groups. Every step also reports each slot's ``info["group_id"]`` (as last reported, new
 episodes included; 0 = no group) in :attr:`BehaviorStep.group_ids`, made unique across envs
-(env *i*'s group *g* is ``i * 2**32 + g``), and the step's ``info["group_reward"]`` in
+(env *i*'s group *g* is ``i * GROUP_ID_SPAN + g``), and the step's ``info["group_reward"]`` in
 :attr:`BehaviorStep.group_rewards`, for trainers that learn from groups (POCA).
 
 Goal signals. The entries named for a behavior in the env's ``metadata["goal_signal_keys"]``
@@ -79,6 +79,7 @@ from pettingzoo import ParallelEnv
 
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.env_manager import (
+    GROUP_ID_SPAN,
     BehaviorSlots,
     BehaviorStep,
     LockstepEnvManager,
@@ -99,8 +100,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Group ids of env *i* are offset by ``i * GROUP_ID_SPAN`` (Unity's ids are 32-bit).
-GROUP_ID_SPAN = 2**32
 
 _T = TypeVar("_T")
 

@@ -21,8 +21,8 @@ from trainers.common.checkpoints import load_checkpoint
 from trainers.common.networks import build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import GROUP_CUMULATIVE_REWARD, StatsReporter
-from trainers.env_manager import PolicyDecision
-from trainers.parallel_env_manager import GROUP_ID_SPAN, ParallelEnvManager
+from trainers.env_manager import GROUP_ID_SPAN, PolicyDecision
+from trainers.parallel_env_manager import ParallelEnvManager
 from trainers.poca.groups import credit_early_finishers, group_layout, poca_rewards
 from trainers.poca.networks import GroupCritic
 from trainers.settings import NetworkSettings, load_config_file
