@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from trainers.behavior_ids import team_of
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.ghost.trainer import team_of
 
 __all__ = ["MatchRecord", "OnnxPolicy", "play_against_random"]
 

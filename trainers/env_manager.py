@@ -1,42 +1,76 @@
-"""Steps a Gymnasium vector environment and hands each behavior its slots' outcomes.
+"""The one env manager: routes every agent of every game to the trainer of its behavior.
 
-Every slot of the vector environment is one agent of the behavior. The manager hides the
-vector env's autoreset mode: with ``SAME_STEP`` the final observation of a finished episode
-comes from ``info["final_obs"]``; with ``NEXT_STEP`` (Gymnasium's default) the step after an
-episode end only resets the slot, so that step is reported with ``valid = False`` (its action was
-ignored and it must not be learned from). Action masks are read from ``info["action_mask"]``
-(Gymnasium convention: one flat bool array per slot, ``True`` = allowed); slots without one get
-an all-allowed mask, and as long as the environment has never sent a mask the mask is ``None``
-(everything allowed, nothing to compute).
+Games come through a *front* (:mod:`trainers.game_fronts`): a Gymnasium vector env
+(:class:`~trainers.game_fronts.VectorFront`, one behavior, each game stepped asynchronously
+where the env can) or PettingZoo parallel envs (:class:`~trainers.game_fronts.PettingZooFront`,
+teams and several behaviors). :class:`EnvManager` does the rest the same way for both:
 
-:class:`EnvManager` is the interface the training loop uses; :class:`VectorEnvManager` (one
-behavior, one vector env) and :class:`trainers.parallel_env_manager.ParallelEnvManager` (several
-behaviors, PettingZoo parallel envs) implement it.
+Trainers. Agents are grouped by behavior name, the behavior id without its ``?team=<t>``
+suffix: ``Tennis?team=0`` and ``Tennis?team=1`` are both driven by the trainer of ``Tennis``
+(its name is chosen by ``trainer_name``, the configuration key in ``unity-train``). With
+``self_play`` configured for that trainer it is a ghost trainer (:mod:`trainers.ghost`), which
+reads each slot's team from :attr:`EnvManager.slot_teams` and trains one team at a time against
+snapshots; without it all teams share one policy and a warning says once that the teams are not
+trained against each other. All teams of a name must have the same observation shapes (entry *i*
+of one team feeds the same network input as entry *i* of another, whatever the sensor names) and
+the same action space.
+
+Slots. A trainer's slots are its agents in the front's agent order (the vector env's slots;
+env 0's PettingZoo agents first, each env's in ``possible_agents`` order); the order never
+changes (:attr:`EnvManager.slot_agents`). A *group* is a set of agents that step together: one
+game each when the front steps games asynchronously, else every agent. A
+:class:`BehaviorStep` holds one group's slots of one trainer, in slot order.
+
+Rewards. A slot's learning reward is the agent's reward plus its group reward where the game
+reports one, as ML-Agents' extrinsic reward signal adds the group reward for PPO and SAC too
+(without it SoccerTwos, whose rewards are group rewards, would teach nothing). Episode returns in
+:attr:`BehaviorStep.episodes` (``Environment/Cumulative Reward``) are sums of these rewards, so
+they include group rewards (ML-Agents' own statistic counts the individual reward only).
+
+Groups of agents. Each slot's multi-agent group id (ML-Agents' ``group_id``, as last reported)
+is made unique across game processes (game *i*'s group *g* is ``i * GROUP_ID_SPAN + g``) in
+:attr:`BehaviorStep.group_ids`, with the step's group rewards in
+:attr:`BehaviorStep.group_rewards`, for trainers that learn from groups (POCA).
+
+Masks. ``None`` while no agent of the trainer has sent one; else one flat bool row per slot
+(``True`` = allowed), all-allowed rows for agents without a mask.
 """
 
 from __future__ import annotations
 
 import logging
-from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import VectorEnv
+from pettingzoo import ParallelEnv
 
+from trainers.behavior_ids import (
+    TrainerNamer,
+    behavior_base_name,
+    default_trainer_name,
+    team_of,
+)
 from trainers.common.spaces import ActionLayout, ObservationLayout
+from trainers.game_fronts import (
+    FrontActions,
+    FrontRows,
+    FrontStep,
+    GameFront,
+    PettingZooFront,
+    VectorFront,
+    apply_env_params,
+)
 from trainers.settings import ConfigError
-from unity_gym.timers import hierarchical_timer
 
 __all__ = [
     "GROUP_ID_SPAN",
     "BehaviorSlots",
     "BehaviorStep",
     "EnvManager",
-    "LockstepEnvManager",
     "PolicyDecision",
-    "VectorEnvManager",
     "apply_env_params",
 ]
 
@@ -130,409 +164,461 @@ class BehaviorSlots:
     num_slots: int
 
 
-class EnvManager(Protocol):
-    """What the training loop needs from an environment manager.
+@dataclass
+class _Trainee:
+    """The slots of one trainer and their running state."""
 
-    ``behaviors`` names one trainer per key. The loop is asynchronous: :meth:`start` resets
-    everything and returns the first observations of every slot *group*; :meth:`send` gives a
-    group its next actions (one :class:`PolicyDecision` per key, one row per slot of the group)
-    and :meth:`receive` returns the next group whose step finished, one :class:`BehaviorStep`
-    per key, all with that ``group``. Managers that step every slot together have one group
-    (:class:`LockstepEnvManager`).
+    name: str
+    behavior_ids: list[str]
+    agents: np.ndarray  # slot -> front agent index
+    observation_layout: ObservationLayout
+    action_layout: ActionLayout
+    episode_reward: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    episode_length: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        self.episode_reward = np.zeros(len(self.agents), dtype=np.float64)
+        self.episode_length = np.zeros(len(self.agents), dtype=np.int64)
+
+
+@dataclass
+class _GroupPart:
+    """One trainer's share of one group: its slots there and where each behavior id's rows go.
+
+    Attributes:
+        slots: the trainer's slot indices in the group, in slot order (the step's rows).
+        agents: per behavior id, the group's agents of that id, as the front lists them.
+        positions: per behavior id, the row of each of those agents in the step.
+        identity: a single behavior id whose agents are the step's rows in order.
     """
+
+    slots: np.ndarray
+    agents: dict[str, np.ndarray]
+    positions: dict[str, np.ndarray]
+    identity: bool
+
+
+class EnvManager:
+    """Steps the games of one front and hands every trainer its slots' outcomes.
+
+    See the module documentation for trainers, slots, groups, rewards and masks. The loop is
+    asynchronous: :meth:`start` resets everything and returns the first observations of every
+    group; :meth:`send` gives a group its next actions (one :class:`PolicyDecision` per trainer,
+    one row per slot of the group) and :meth:`receive` returns the next group whose step
+    finished, one :class:`BehaviorStep` per trainer with slots there, all with that ``group``.
+
+    Args:
+        front: the games; the manager owns it from now on (:meth:`close` closes it). If the
+            constructor raises, the front is left open for the caller to close.
+        trainer_name: maps a behavior group's candidate names to its trainer's name (default:
+            the behavior name without team).
+        self_play: whether a trainer name is configured for self-play (its teams are then not
+            warned about); default: none is.
+
+    Raises:
+        ConfigError: teams of one behavior name differ in observation shapes or actions, or
+            two behavior names get the same trainer name.
+    """
+
+    def __init__(
+        self,
+        front: GameFront,
+        trainer_name: TrainerNamer = default_trainer_name,
+        self_play: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.front = front
+        self._group_reward_seen = False
+        grouped: dict[str, list[str]] = {}
+        for behavior_id in sorted(front.observation_layouts):
+            grouped.setdefault(behavior_base_name(behavior_id), []).append(behavior_id)
+        self._trainees: dict[str, _Trainee] = {}
+        agent_ids = [agent.behavior_id for agent in front.agents]
+        for base, members in grouped.items():
+            name = trainer_name([base, *members])
+            if name in self._trainees:
+                raise ConfigError(
+                    f"behaviors {self._trainees[name].behavior_ids} and {members} would both be "
+                    f"trained by {name!r}; give them distinct configuration keys."
+                )
+            _check_teams_alike(front, members)
+            agents = [i for i, behavior_id in enumerate(agent_ids) if behavior_id in members]
+            self._trainees[name] = _Trainee(
+                name=name,
+                behavior_ids=members,
+                agents=np.asarray(agents, dtype=np.int64),
+                observation_layout=front.observation_layouts[members[0]],
+                action_layout=front.action_layouts[members[0]],
+            )
+        self._game_of_agent = np.asarray([agent.game for agent in front.agents], dtype=np.int64)
+        self._parts = [self._group_parts(group) for group in range(len(front.groups))]
+        shared = {
+            n: t.behavior_ids
+            for n, t in self._trainees.items()
+            if len(t.behavior_ids) > 1 and not (self_play is not None and self_play(n))
+        }
+        if shared:
+            logger.warning(
+                "The environment has several teams of %s, but self-play is not configured: all "
+                "teams of a behavior share one policy, trained by %s (add a self_play section "
+                "to train one team at a time against snapshots of its policy).",
+                ", ".join(f"{name} ({', '.join(ids)})" for name, ids in shared.items()),
+                "the trainer of the same name" if len(shared) > 1 else repr(next(iter(shared))),
+            )
+
+    @classmethod
+    def for_vector_env(cls, env: VectorEnv, behavior_name: str) -> EnvManager:
+        """A manager of a Gymnasium vector env whose slots all belong to ``behavior_name``
+        (the trainer's name)."""
+        return cls(VectorFront(env, behavior_name), trainer_name=lambda _: behavior_name)
+
+    @classmethod
+    def for_parallel_envs(
+        cls,
+        envs: Sequence[ParallelEnv[str, Any, Any]],
+        trainer_name: TrainerNamer = default_trainer_name,
+        self_play: Callable[[str], bool] | None = None,
+    ) -> EnvManager:
+        """A manager of PettingZoo parallel envs, one per game process (see
+        :class:`~trainers.game_fronts.PettingZooFront`). If this raises, the envs are left open
+        for the caller to close."""
+        return cls(PettingZooFront(envs), trainer_name, self_play)
+
+    def _group_parts(self, group: int) -> dict[str, _GroupPart]:
+        """Each trainer's share of ``group`` (trainers without slots there are left out)."""
+        by_id = self.front.group_agents(group)
+        parts = {}
+        for name, trainee in self._trainees.items():
+            in_group = np.isin(trainee.agents, self.front.groups[group])
+            slots = np.flatnonzero(in_group)
+            if not slots.size:
+                continue
+            row_of_agent = {int(agent): row for row, agent in enumerate(trainee.agents[slots])}
+            agents = {b: by_id[b] for b in trainee.behavior_ids if by_id[b].size}
+            positions = {
+                b: np.asarray([row_of_agent[int(a)] for a in ids], dtype=np.int64)
+                for b, ids in agents.items()
+            }
+            identity = len(positions) == 1 and np.array_equal(
+                next(iter(positions.values())), np.arange(slots.size)
+            )
+            parts[name] = _GroupPart(slots, agents, positions, identity)
+        return parts
+
+    # -- what the trainers see ------------------------------------------------------------------
 
     @property
     def behaviors(self) -> dict[str, BehaviorSlots]:
-        """The slots of every trainer, keyed by trainer (behavior) name."""
-        ...
+        """The slots of every trainer, keyed by trainer name."""
+        return {
+            name: BehaviorSlots(t.observation_layout, t.action_layout, len(t.agents))
+            for name, t in self._trainees.items()
+        }
 
     @property
     def behavior_names(self) -> list[str]:
-        """The keys of :attr:`behaviors`, in order."""
-        ...
+        """The trainer names, in order."""
+        return list(self._trainees)
+
+    @property
+    def behavior_ids(self) -> dict[str, list[str]]:
+        """The behavior ids (``Tennis?team=0``, ...) each trainer drives."""
+        return {name: list(t.behavior_ids) for name, t in self._trainees.items()}
+
+    @property
+    def slot_teams(self) -> dict[str, list[int]]:
+        """Per trainer, the team id of each slot in slot order (the ``?team=<t>`` suffix of
+        its behavior id; 0 without one)."""
+        agents = self.front.agents
+        return {
+            name: [team_of(agents[i].behavior_id) for i in t.agents]
+            for name, t in self._trainees.items()
+        }
+
+    @property
+    def teams(self) -> list[int]:
+        """Every team of the game, over all behaviors (``[0]`` for a game without teams)."""
+        return sorted({team_of(behavior_id) for behavior_id in self.front.observation_layouts})
+
+    @property
+    def slot_agents(self) -> dict[str, list[tuple[int, str]]]:
+        """Per trainer, the ``(game index, agent name)`` of each slot, in slot order."""
+        agents = self.front.agents
+        return {
+            name: [(agents[i].game, agents[i].name) for i in t.agents]
+            for name, t in self._trainees.items()
+        }
+
+    @property
+    def num_groups(self) -> int:
+        """How many groups step independently (one per game when stepping asynchronously)."""
+        return len(self._parts)
+
+    # -- the loop's interface ---------------------------------------------------------------------
 
     @property
     def in_flight(self) -> int:
         """Groups that were sent actions and whose step was not received yet."""
-        ...
+        return self.front.in_flight
 
     def start(self, seed: int | None) -> list[dict[str, BehaviorStep]]:
-        """Reset every slot; per group, steps with no reward, no done slot, ``valid`` False."""
-        ...
+        """Reset every game; per group, steps with no reward, no done slot, ``valid`` False."""
+        for trainee in self._trainees.values():
+            trainee.episode_reward[:] = 0.0
+            trainee.episode_length[:] = 0
+        return [self._steps(front_step) for front_step in self.front.reset(seed)]
 
     def send(self, group: int, decisions: dict[str, PolicyDecision]) -> None:
         """Give ``group`` its next actions (it then steps)."""
-        ...
+        actions: FrontActions = {}
+        for name, part in self._parts[group].items():
+            decision = decisions[name]
+            for behavior_id, positions in part.positions.items():
+                layout = self.front.action_layouts[behavior_id]
+                if part.identity:
+                    actions[behavior_id] = layout.to_env(decision.continuous, decision.discrete)
+                    continue
+                actions[behavior_id] = layout.to_env(
+                    None if decision.continuous is None else decision.continuous[positions],
+                    None if decision.discrete is None else decision.discrete[positions],
+                )
+        self.front.send(group, actions)
 
     def receive(self) -> dict[str, BehaviorStep]:
         """Wait for the next group whose step finished and return what its slots saw."""
-        ...
+        return self._steps(self.front.receive(timeout=None))
 
     def receive_ready(self) -> list[dict[str, BehaviorStep]]:
         """:meth:`receive`, plus every other group whose step is already in (no more waiting)."""
-        ...
-
-    def set_env_params(self, params: Mapping[str, Any]) -> bool:
-        """Send environment parameters to the running games (:func:`apply_env_params`);
-        False when the environment cannot take them."""
-        ...
-
-    def close(self) -> None:
-        """Close the environment(s)."""
-        ...
-
-
-def apply_env_params(env: Any, params: Mapping[str, Any]) -> bool:
-    """Call ``env.unwrapped.set_env_params(params)`` (the public method of ``UnityVectorEnv``,
-    ``UnityParallelEnv`` and ``RayParallelEnv``).
-
-    Returns:
-        False, without doing anything, when the environment has no such method (a plain
-        Gymnasium env, or Unity games vectorized by Gymnasium's own vector envs).
-    """
-    setter = getattr(getattr(env, "unwrapped", env), "set_env_params", None)
-    if setter is None:
-        return False
-    setter(dict(params))
-    return True
-
-
-class LockstepEnvManager(ABC):
-    """A manager that steps all its slots together: one group, ``0``.
-
-    Subclasses implement :meth:`reset` and :meth:`step`; :meth:`start`, :meth:`send` and
-    :meth:`receive` map the asynchronous interface onto them.
-    """
-
-    _decisions: dict[str, PolicyDecision] | None = None
-
-    @abstractmethod
-    def reset(self, seed: int | None) -> dict[str, BehaviorStep]:
-        """Reset every slot; no rewards, no done slot, ``valid`` all ``False`` (no action yet)."""
-
-    @abstractmethod
-    def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
-        """Act for every slot and return what each slot saw."""
-
-    @property
-    def in_flight(self) -> int:
-        """1 between :meth:`send` and :meth:`receive`, else 0."""
-        return int(self._decisions is not None)
-
-    def start(self, seed: int | None) -> list[dict[str, BehaviorStep]]:
-        """:meth:`reset`, as the only group."""
-        self._decisions = None
-        return [self.reset(seed)]
-
-    def send(self, group: int, decisions: dict[str, PolicyDecision]) -> None:
-        """Keep the actions for the next :meth:`receive`."""
-        if group != 0 or self._decisions is not None:
-            raise ValueError(f"group {group} was sent twice or does not exist (only group 0).")
-        self._decisions = decisions
-
-    def receive(self) -> dict[str, BehaviorStep]:
-        """:meth:`step` with the sent actions."""
-        if self._decisions is None:
-            raise ValueError("receive() without send(): no step is under way.")
-        decisions, self._decisions = self._decisions, None
-        return self.step(decisions)
-
-    def receive_ready(self) -> list[dict[str, BehaviorStep]]:
-        """The one group's :meth:`receive`."""
-        return [self.receive()]
-
-
-class VectorEnvManager(LockstepEnvManager):
-    """Drives one Gymnasium ``VectorEnv`` whose slots all belong to ``behavior_name``.
-
-    A vector env with EnvPool's ``send(actions, env_ids)`` / ``recv()`` and several game
-    processes (``unity_gym``'s, ``agents_per_process`` slots each) is stepped asynchronously:
-    each game is a group, its ``recv`` batch is set to one game, and a game gets its next
-    actions as soon as its step is in, while the others keep playing. Any other vector env is
-    stepped in lock-step (:meth:`step`, one group).
-
-    The learning reward of a slot is its reward plus ``info["group_reward"]`` where the env
-    reports one, as ML-Agents' extrinsic reward signal does.
-    """
-
-    def __init__(self, env: VectorEnv, behavior_name: str) -> None:
-        self.env = env
-        self.behavior_name = behavior_name
-        self.num_slots = int(env.num_envs)
-        self.observation_layout = ObservationLayout.from_space(
-            env.single_observation_space, env.metadata.get("goal_signal_keys", ())
-        )
-        self.action_layout = ActionLayout.from_space(env.single_action_space)
-        mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-        self.autoreset_mode = AutoresetMode(mode) if not isinstance(mode, AutoresetMode) else mode
-        if self.autoreset_mode == AutoresetMode.DISABLED:
-            raise ConfigError(
-                "the vector environment has autoreset disabled; create it with "
-                "autoreset_mode NEXT_STEP or SAME_STEP so that finished slots restart."
-            )
-        self._episode_reward = np.zeros(self.num_slots, dtype=np.float64)
-        self._episode_length = np.zeros(self.num_slots, dtype=np.int64)
-        self._needs_reset = np.zeros(self.num_slots, dtype=bool)
-        self._masks_seen = False
-        per_game = int(getattr(env, "agents_per_process", 0) or 0)
-        self.asynchronous = (
-            hasattr(env, "send") and hasattr(env, "recv") and 0 < per_game < self.num_slots
-        )
-        if self.asynchronous:
-            env.batch_size = per_game  # type: ignore[attr-defined]  # recv: one game at a time
-        size = per_game if self.asynchronous else self.num_slots
-        self._per_game = per_game if 0 < per_game <= self.num_slots else self.num_slots
-        self.groups = [np.arange(i, i + size) for i in range(0, self.num_slots, size)]
-        self._sent = np.zeros(len(self.groups), dtype=bool)
-
-    @property
-    def behaviors(self) -> dict[str, BehaviorSlots]:
-        """The one behavior of the vector env and its slots."""
-        slots = BehaviorSlots(self.observation_layout, self.action_layout, self.num_slots)
-        return {self.behavior_name: slots}
-
-    @property
-    def behavior_names(self) -> list[str]:
-        """The behaviors this manager serves."""
-        return [self.behavior_name]
-
-    def reset(self, seed: int | None) -> dict[str, BehaviorStep]:
-        """Reset every slot; no rewards, no done slot, ``valid`` all ``False`` (no action yet)."""
-        with hierarchical_timer("env_reset"):
-            observations, infos = self.env.reset(seed=seed)
-        obs = self.observation_layout.split(observations)
-        mask = self._mask(infos, self.num_slots)
-        self._episode_reward[:] = 0.0
-        self._episode_length[:] = 0
-        self._needs_reset[:] = False
-        self._sent[:] = False
-        first = BehaviorStep.first(obs, mask)
-        first.group_ids = self._group_ids(np.arange(self.num_slots), infos)
-        if first.group_ids is not None:
-            first.group_rewards = np.zeros(self.num_slots, dtype=np.float32)
-        return {self.behavior_name: first}
-
-    def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
-        """Send the behaviors' actions to every slot and return what each slot saw."""
-        decision = decisions[self.behavior_name]
-        actions = self.action_layout.to_env(decision.continuous, decision.discrete)
-        with hierarchical_timer("env_step"):
-            result = self.env.step(actions)
-        return {self.behavior_name: self._outcome(np.arange(self.num_slots), 0, *result)}
-
-    # -- asynchronous stepping -------------------------------------------------------------
-
-    @property
-    def in_flight(self) -> int:
-        """Groups (games) that were sent actions and whose step was not received yet."""
-        if not self.asynchronous:
-            return super().in_flight
-        return int(self._sent.sum())
-
-    def start(self, seed: int | None) -> list[dict[str, BehaviorStep]]:
-        """Reset every slot; one step per group (game), in group order."""
-        if not self.asynchronous:
-            return super().start(seed)
-        whole = self.reset(seed)[self.behavior_name]
-        return [{self.behavior_name: _rows(whole, rows, g)} for g, rows in enumerate(self.groups)]
-
-    def send(self, group: int, decisions: dict[str, PolicyDecision]) -> None:
-        """Give one game its slots' actions; it steps at once."""
-        if not self.asynchronous:
-            super().send(group, decisions)
-            return
-        decision = decisions[self.behavior_name]
-        actions = self.action_layout.to_env(decision.continuous, decision.discrete)
-        with hierarchical_timer("env_send"):
-            self.env.send(actions, self.groups[group])  # type: ignore[attr-defined]
-        self._sent[group] = True
-
-    def receive(self) -> dict[str, BehaviorStep]:
-        """Wait for the next game whose step finished."""
-        if not self.asynchronous:
-            return super().receive()
-        return self._receive_game(timeout=None)
-
-    def receive_ready(self) -> list[dict[str, BehaviorStep]]:
-        """The next game to finish, plus the games whose steps are already in."""
-        if not self.asynchronous:
-            return super().receive_ready()
-        received = [self._receive_game(timeout=None)]
-        while self.in_flight:
+        received = [self.receive()]
+        while self.front.in_flight:
             try:
-                received.append(self._receive_game(timeout=0.0))
+                received.append(self._steps(self.front.receive(timeout=0.0)))
             except TimeoutError:  # nothing else is in yet
                 break
         return received
 
-    def _receive_game(self, timeout: float | None) -> dict[str, BehaviorStep]:
-        with hierarchical_timer("env_receive"):
-            observations, rewards, terminated, truncated, infos = self.env.recv(timeout=timeout)  # type: ignore[attr-defined]
-        ids = np.asarray(infos["env_id"], dtype=np.int64)
-        group = int(ids[0]) // len(self.groups[0])
-        if not np.array_equal(ids, self.groups[group]):
-            raise RuntimeError(f"recv() returned slots {ids.tolist()}, not one whole game.")
-        self._sent[group] = False
-        step = self._outcome(ids, group, observations, rewards, terminated, truncated, infos)
-        return {self.behavior_name: step}
+    def reset(self, seed: int | None) -> dict[str, BehaviorStep]:
+        """:meth:`start` for a manager with one group (all slots step together).
+
+        Raises:
+            ValueError: the games step as several groups (use :meth:`start`).
+        """
+        self._require_one_group("reset")
+        return self.start(seed)[0]
+
+    def step(self, decisions: dict[str, PolicyDecision]) -> dict[str, BehaviorStep]:
+        """:meth:`send` and :meth:`receive` for a manager with one group.
+
+        Raises:
+            ValueError: the games step as several groups (use :meth:`send`/:meth:`receive`).
+        """
+        self._require_one_group("step")
+        self.send(0, decisions)
+        return self.receive()
+
+    def _require_one_group(self, method: str) -> None:
+        if self.num_groups != 1:
+            raise ValueError(
+                f"{method}() steps every slot together, but these games step as "
+                f"{self.num_groups} groups; use start(), send() and receive()."
+            )
 
     def set_env_params(self, params: Mapping[str, Any]) -> bool:
-        """Send environment parameters to the vector env's games (see :func:`apply_env_params`)."""
-        return apply_env_params(self.env, params)
+        """Send environment parameters to the running games (:func:`apply_env_params`);
+        False when the environment cannot take them."""
+        return self.front.set_env_params(params)
 
     def close(self) -> None:
-        """Close the environment."""
-        self.env.close()
+        """Close the games."""
+        self.front.close()
 
-    # -- helpers --------------------------------------------------------------------------
+    # -- assembling steps -------------------------------------------------------------------------
 
-    def _outcome(
-        self,
-        rows: np.ndarray,
-        group: int,
-        observations: Any,
-        rewards: Any,
-        terminated: Any,
-        truncated: Any,
-        infos: dict[str, Any],
-    ) -> BehaviorStep:
-        """The step of slots ``rows`` (in the env's batch order) from the env's answer."""
-        n = len(rows)
-        obs = self.observation_layout.split(observations)
-        mask = self._mask(infos, n)
-        rewards = np.asarray(rewards, dtype=np.float32).reshape(n)
-        group_rewards = infos.get("group_reward") if isinstance(infos, dict) else None
-        if group_rewards is not None:
-            rewards = rewards + np.asarray(group_rewards, dtype=np.float32).reshape(n)
-        terminated = np.array(terminated, dtype=bool).reshape(n)
-        truncated = np.array(truncated, dtype=bool).reshape(n)
-        valid = ~self._needs_reset[rows]
-        terminated &= valid
-        truncated &= valid
-        done = terminated | truncated
-        final_obs, final_mask = obs, mask
-        if done.any():
-            final_obs, final_mask = self._final_observations(obs, mask, infos, done)
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            self._needs_reset[rows] = done
-        episodes = self._track_episodes(rows, rewards, valid, done)
-        return BehaviorStep(
-            observations=obs,
-            action_mask=mask,
-            rewards=np.where(valid, rewards, 0.0).astype(np.float32),
-            terminated=terminated,
-            truncated=truncated,
-            valid=valid,
-            final_observations=final_obs,
-            final_action_mask=final_mask,
-            episodes=episodes,
-            group=group,
-            group_ids=self._group_ids(rows, infos),
-            group_rewards=(
-                None
-                if group_rewards is None
-                else np.where(valid, np.asarray(group_rewards, np.float32).reshape(n), 0.0)
-            ),
-        )
+    def _steps(self, front_step: FrontStep) -> dict[str, BehaviorStep]:
+        """Per trainer with slots in the group, the step of those slots."""
+        group, rows = front_step
+        steps = {}
+        for name, part in self._parts[group].items():
+            trainee = self._trainees[name]
+            parts = {b: rows[b] for b in part.positions}
+            if part.identity:
+                step = self._step_of(group, next(iter(parts.values())), trainee)
+            else:
+                step = self._step_of(group, _merge(parts, part, trainee), trainee)
+            steps[name] = step
+        return steps
 
-    def _group_ids(self, rows: np.ndarray, infos: Any) -> np.ndarray | None:
-        """``infos["group_id"]`` of slots ``rows``, unique across games (game *i*'s group *g*
-        is ``i * GROUP_ID_SPAN + g``, 0 = none); ``None`` when the env reports no groups."""
-        reported = infos.get("group_id") if isinstance(infos, dict) else None
-        if reported is None:
-            return None
-        ids = np.asarray(reported, dtype=np.int64).reshape(len(rows))
-        return np.where(ids != 0, rows // self._per_game * GROUP_ID_SPAN + ids, 0)
-
-    def _track_episodes(
-        self, rows: np.ndarray, rewards: np.ndarray, valid: np.ndarray, done: np.ndarray
-    ) -> list[tuple[float, int]]:
-        self._episode_reward[rows] += np.where(valid, rewards, 0.0)
-        self._episode_length[rows] += valid
-        finished = rows[done]
-        episodes = [
-            (float(self._episode_reward[slot]), int(self._episode_length[slot]))
-            for slot in finished
-        ]
-        self._episode_reward[finished] = 0.0
-        self._episode_length[finished] = 0
-        return episodes
-
-    def _mask(self, infos: dict[str, Any], n: int) -> np.ndarray | None:
-        """The ``(n, choices)`` mask of the ``n`` rows of ``infos`` (``None``: no masks yet)."""
-        layout = self.action_layout
-        if not layout.has_discrete:
-            return None
-        raw = infos.get("action_mask") if isinstance(infos, dict) else None
-        if raw is None and not self._masks_seen:
-            return None
-        self._masks_seen = True
-        mask = layout.full_mask(n)
-        if raw is None:
-            return mask
-        present = np.asarray(infos.get("_action_mask", np.ones(n, dtype=bool)))
-        rows = np.flatnonzero(present)
-        if rows.size:
-            values = np.stack([np.asarray(raw[i], dtype=bool).reshape(-1) for i in rows])
-            if values.shape[1] != layout.discrete_size:
-                raise ValueError(
-                    f"info['action_mask'] has {values.shape[1]} entries per slot but the action "
-                    f"space has {layout.discrete_size} choices (branches "
-                    f"{list(layout.discrete_branches)}); give one flat bool per choice."
+    def _step_of(self, group: int, rows: FrontRows, trainee: _Trainee) -> BehaviorStep:
+        """The step of the trainer's slots of ``group`` from rows in slot order."""
+        rewards = rows.rewards
+        if rows.group_rewards is not None:
+            if not self._group_reward_seen and rows.group_rewards.any():
+                self._group_reward_seen = True
+                logger.info(
+                    "Agents receive group rewards; they are added to each member's own "
+                    "reward (POCA also credits them to the whole group)."
                 )
-            mask[rows] = values
-        return mask
-
-    def _final_observations(
-        self,
-        obs: list[np.ndarray],
-        mask: np.ndarray | None,
-        infos: dict[str, Any],
-        done: np.ndarray,
-    ) -> tuple[list[np.ndarray], np.ndarray | None]:
-        """Successor observations: ``info["final_obs"]`` rows replace the done slots."""
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            return obs, mask  # the returned observations are the final ones
-        final_raw = infos.get("final_obs")
-        if final_raw is None:
-            raise ValueError(
-                "the vector environment uses SAME_STEP autoreset but gave no info['final_obs'] "
-                "for finished slots; it cannot be trained on."
-            )
-        rows = np.flatnonzero(done)
-        stacked = self.observation_layout.stack_single([final_raw[i] for i in rows])
-        final_obs = [array.copy() for array in obs]
-        for entry, values in zip(final_obs, stacked, strict=True):
-            entry[rows] = values.reshape(entry[rows].shape)
-        final_mask = mask
-        if mask is not None:  # without masks so far, final observations need none either
-            final_mask = mask.copy()
-            final_mask[rows] = True
-            final_info = infos.get("final_info")
-            if isinstance(final_info, dict) and "action_mask" in final_info:
-                present = final_info.get("_action_mask", np.ones(len(done), dtype=bool))
-                for i in rows:
-                    if present[i]:
-                        final_mask[i] = np.asarray(final_info["action_mask"][i], dtype=bool)
-        return final_obs, final_mask
+            rewards = (rewards + rows.group_rewards).astype(np.float32)
+        group_ids = None
+        if rows.group_ids is not None:
+            games = self._game_of_agent[rows.agents]
+            group_ids = np.where(rows.group_ids != 0, games * GROUP_ID_SPAN + rows.group_ids, 0)
+        slots = self._parts[group][trainee.name].slots
+        step = BehaviorStep(
+            observations=rows.observations,
+            action_mask=rows.action_mask,
+            rewards=rewards,
+            terminated=rows.terminated,
+            truncated=rows.truncated,
+            valid=rows.valid,
+            final_observations=rows.final_observations,
+            final_action_mask=rows.final_action_mask,
+            group=group,
+            group_ids=group_ids,
+            group_rewards=rows.group_rewards,
+        )
+        step.episodes = _track_episodes(trainee, slots, step)
+        return step
 
 
-def _rows(step: BehaviorStep, rows: np.ndarray, group: int) -> BehaviorStep:
-    """The rows ``rows`` of ``step`` as the step of ``group``."""
-
-    def pick(array: np.ndarray | None) -> np.ndarray | None:
-        return None if array is None else array[rows]
-
-    return BehaviorStep(
-        observations=[entry[rows] for entry in step.observations],
-        action_mask=pick(step.action_mask),
-        rewards=step.rewards[rows],
-        terminated=step.terminated[rows],
-        truncated=step.truncated[rows],
-        valid=step.valid[rows],
-        final_observations=[entry[rows] for entry in step.final_observations],
-        final_action_mask=pick(step.final_action_mask),
-        group=group,
-        group_ids=pick(step.group_ids),
-        group_rewards=pick(step.group_rewards),
+def _merge(parts: dict[str, FrontRows], part: _GroupPart, trainee: _Trainee) -> FrontRows:
+    """The rows of several behavior ids (teams) as one batch in the trainer's slot order."""
+    n = part.slots.size
+    first = next(iter(parts.values()))
+    has_mask = any(rows.action_mask is not None for rows in parts.values())
+    has_groups = any(rows.group_ids is not None for rows in parts.values())
+    has_group_rewards = any(rows.group_rewards is not None for rows in parts.values())
+    merged = FrontRows(
+        agents=np.zeros(n, dtype=np.int64),
+        observations=[np.zeros((n, *e.shape[1:]), dtype=e.dtype) for e in first.observations],
+        action_mask=trainee.action_layout.full_mask(n) if has_mask else None,
+        rewards=np.zeros(n, dtype=np.float32),
+        group_rewards=np.zeros(n, dtype=np.float32) if has_group_rewards else None,
+        terminated=np.zeros(n, dtype=bool),
+        truncated=np.zeros(n, dtype=bool),
+        valid=np.zeros(n, dtype=bool),
+        final_observations=[
+            np.zeros((n, *e.shape[1:]), dtype=e.dtype) for e in first.final_observations
+        ],
+        final_action_mask=trainee.action_layout.full_mask(n) if has_mask else None,
+        group_ids=np.zeros(n, dtype=np.int64) if has_groups else None,
     )
+    for behavior_id, rows in parts.items():
+        # the front lists a behavior id's agents of the group in one fixed order
+        order = _position_of(rows.agents, part.agents[behavior_id])
+        at = part.positions[behavior_id][order]
+        merged.agents[at] = rows.agents
+        for target, source in zip(merged.observations, rows.observations, strict=True):
+            target[at] = source
+        for target, source in zip(merged.final_observations, rows.final_observations, strict=True):
+            target[at] = source
+        merged.rewards[at] = rows.rewards
+        merged.terminated[at] = rows.terminated
+        merged.truncated[at] = rows.truncated
+        merged.valid[at] = rows.valid
+        if merged.action_mask is not None and rows.action_mask is not None:
+            merged.action_mask[at] = rows.action_mask
+        if merged.final_action_mask is not None and rows.final_action_mask is not None:
+            merged.final_action_mask[at] = rows.final_action_mask
+        if merged.group_rewards is not None and rows.group_rewards is not None:
+            merged.group_rewards[at] = rows.group_rewards
+        if merged.group_ids is not None and rows.group_ids is not None:
+            merged.group_ids[at] = rows.group_ids
+    return merged
+
+
+def _position_of(agents: np.ndarray, listed: np.ndarray) -> np.ndarray:
+    """For each of ``agents``, its index in ``listed`` (both hold the same agent indices)."""
+    if np.array_equal(agents, listed):
+        return np.arange(len(agents))
+    index = {int(agent): i for i, agent in enumerate(listed)}
+    return np.asarray([index[int(agent)] for agent in agents], dtype=np.int64)
+
+
+def _track_episodes(
+    trainee: _Trainee, slots: np.ndarray, step: BehaviorStep
+) -> list[tuple[float, int]]:
+    """Add the step to the slots' running episodes; the ``(return, length)`` of those that
+    ended."""
+    valid = step.valid
+    trainee.episode_reward[slots] += np.where(valid, step.rewards, 0.0)
+    trainee.episode_length[slots] += valid
+    finished = slots[step.done]
+    episodes = [
+        (float(trainee.episode_reward[slot]), int(trainee.episode_length[slot]))
+        for slot in finished
+    ]
+    trainee.episode_reward[finished] = 0.0
+    trainee.episode_length[finished] = 0
+    return episodes
+
+
+def _check_teams_alike(front: GameFront, behavior_ids: list[str]) -> None:
+    """Teams of one behavior name share one policy: same observation shapes and actions.
+
+    Raises:
+        ConfigError: they differ.
+    """
+    reference = behavior_ids[0]
+    observations = front.observation_layouts
+    actions = front.action_layouts
+    for behavior_id in behavior_ids[1:]:
+        if _observation_signature(observations[behavior_id]) != _observation_signature(
+            observations[reference]
+        ):
+            raise ConfigError(
+                f"{behavior_id!r} and {reference!r} observe differently shaped inputs "
+                f"({_describe(observations[behavior_id])} vs "
+                f"{_describe(observations[reference])}); teams of one behavior name "
+                "share one policy and must observe the same shapes."
+            )
+        if _action_signature(actions[behavior_id]) != _action_signature(actions[reference]):
+            raise ConfigError(
+                f"{behavior_id!r} and {reference!r} have different action spaces; teams of "
+                "one behavior name share one policy and must act alike."
+            )
+
+
+def _observation_signature(layout: ObservationLayout) -> tuple[object, ...]:
+    """Everything about a layout's entries except their names."""
+    return (
+        layout.is_dict,
+        tuple(
+            (
+                e.kind,
+                e.raw_shape,
+                e.network_shape,
+                np.dtype(e.raw_dtype).str,
+                e.channels_last,
+                e.scale,
+                e.categories,
+                e.offsets,
+                e.goal,
+            )
+            for e in layout.entries
+        ),
+    )
+
+
+def _action_signature(layout: ActionLayout) -> tuple[object, ...]:
+    """Everything about an action layout, comparable with ``==`` (bounds as tuples)."""
+
+    def values(array: np.ndarray | None) -> tuple[float, ...] | None:
+        return None if array is None else tuple(float(v) for v in np.asarray(array).reshape(-1))
+
+    return (
+        layout.kind,
+        layout.continuous_size,
+        layout.discrete_branches,
+        values(layout.low),
+        values(layout.high),
+        layout.box_shape,
+        None if layout.box_dtype is None else np.dtype(layout.box_dtype).str,
+        layout.discrete_start,
+        layout.discrete_is_scalar,
+    )
+
+
+def _describe(layout: ObservationLayout) -> str:
+    """``name: shape`` of every entry, for error messages."""
+    return ", ".join(f"{e.name}: {e.raw_shape}" for e in layout.entries)

@@ -13,7 +13,7 @@ reachable through ``gymnasium.make_vec`` can be trained:
 * a Unity game with several behaviors (``--scene Tennis``, ``--scene SoccerTwos``, or a build
   such as ML-Agents' SoccerTwos): ``N`` PettingZoo parallel envs
   (``unity_gym.pettingzoo.parallel_env``), one per game process, for
-  :class:`~trainers.parallel_env_manager.ParallelEnvManager`. A built-in scene is known to have
+  :class:`~trainers.game_fronts.PettingZooFront`. A built-in scene is known to have
   several behaviors from its declaration in the headless player's scene registry
   (``unity_gym.player.get_scene_class``), before anything starts. A build only tells when it
   starts: the vector env refuses it (``UnityMultipleBehaviorsException``), closes the game it
@@ -41,7 +41,7 @@ import gymnasium
 from gymnasium.vector import AutoresetMode, VectorEnv
 from pettingzoo import ParallelEnv
 
-from trainers.parallel_env_manager import close_all
+from trainers.game_fronts import close_all
 from trainers.ray_cluster import RayCluster, connect_ray
 from trainers.settings import ConfigError, RunOptions
 from unity_gym.exceptions import UnityMultipleBehaviorsException

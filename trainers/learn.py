@@ -39,10 +39,9 @@ from trainers.common.stats import StatsReporter
 from trainers.common.trainer import Trainer, TrainerContext, check_checkpoint_state
 from trainers.common.update_threads import update_thread_limit
 from trainers.curriculum import EnvironmentParameterManager
-from trainers.env_manager import BehaviorSlots, EnvManager, VectorEnvManager
+from trainers.env_manager import BehaviorSlots, EnvManager
 from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
 from trainers.ghost import GhostController, GhostTrainer
-from trainers.parallel_env_manager import ParallelEnvManager
 from trainers.poca.trainer import POCATrainer
 from trainers.ppo.trainer import PPOTrainer
 from trainers.run_directory import RunDirectory, RunDirectoryError, behavior_dir_name
@@ -204,7 +203,7 @@ def _make_manager(
 ) -> EnvManager:
     """The env manager of ``training_env``, with the configuration key of each behavior."""
     if isinstance(training_env, ParallelTrainingEnvironment):
-        return ParallelEnvManager(
+        return EnvManager.for_parallel_envs(
             training_env.envs,
             trainer_name=lambda candidates: (
                 configured_behavior_name(options, candidates) or candidates[0]
@@ -212,7 +211,7 @@ def _make_manager(
             self_play=lambda name: options.trainer_settings_for(name).self_play is not None,
         )
     behavior = resolve_behavior_name(options, training_env)
-    return VectorEnvManager(training_env.env, behavior)
+    return EnvManager.for_vector_env(training_env.env, behavior)
 
 
 def configured_behavior_name(options: RunOptions, candidates: Sequence[str]) -> str | None:
@@ -291,7 +290,7 @@ def _self_play_trainer(trainer: Trainer, manager: EnvManager, ghosts: GhostContr
             a team is already played by another self-play behavior.
     """
     name = trainer.behavior_name
-    if not isinstance(manager, ParallelEnvManager):
+    if len(manager.teams) < 2:
         trainer.close()
         raise ConfigError(
             f"behaviors.{name}.self_play: this game has a single team (one behavior without "

@@ -8,12 +8,12 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 from trainers.common.buffers import ReplayBuffer, Rollout, RolloutBuffer, compute_gae
-from trainers.env_manager import PolicyDecision, VectorEnvManager
+from trainers.env_manager import EnvManager, PolicyDecision
 
 ACT = {"Countdown": PolicyDecision(None, np.zeros((2, 1), dtype=np.int64))}
 
 
-def _manager(mode: AutoresetMode, truncate: bool = False) -> VectorEnvManager:
+def _manager(mode: AutoresetMode, truncate: bool = False) -> EnvManager:
     env = gymnasium.make_vec(
         "trainer_toy_envs:Countdown-v0",
         num_envs=2,
@@ -21,7 +21,7 @@ def _manager(mode: AutoresetMode, truncate: bool = False) -> VectorEnvManager:
         vector_kwargs={"autoreset_mode": mode},
         truncate=truncate,
     )
-    return VectorEnvManager(env, "Countdown")
+    return EnvManager.for_vector_env(env, "Countdown")
 
 
 def test_same_step_autoreset_gives_final_observations_and_episodes() -> None:
@@ -66,7 +66,7 @@ def test_next_step_autoreset_marks_the_reset_step_invalid() -> None:
 
 def test_action_masks_come_from_info_with_gymnasium_convention() -> None:
     env = gymnasium.make_vec("trainer_toy_envs:MaskedCorridor-v0", num_envs=3)
-    manager = VectorEnvManager(env, "MaskedCorridor")
+    manager = EnvManager.for_vector_env(env, "MaskedCorridor")
     try:
         step = manager.reset(seed=1)["MaskedCorridor"]
         assert step.action_mask is not None

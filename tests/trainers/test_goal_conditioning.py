@@ -21,8 +21,7 @@ from gymnasium.vector import AutoresetMode
 from trainers.common.networks import HyperLinear, PolicyNetwork, ValueNetwork, build_normalizer
 from trainers.common.onnx_export import export_policy
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.env_manager import VectorEnvManager
-from trainers.parallel_env_manager import ParallelEnvManager
+from trainers.env_manager import EnvManager
 from trainers.settings import NetworkSettings
 from unity_gym.pettingzoo import parallel_env
 
@@ -115,10 +114,10 @@ def test_gridworld_names_its_goal_signal() -> None:
         backend="inprocess",
         timeout_wait=30,
     )
-    manager = VectorEnvManager(env, "GridWorld")
+    manager = EnvManager.for_vector_env(env, "GridWorld")
     try:
         assert env.metadata["goal_signal_keys"] == ("VectorSensor",)
-        entries = manager.observation_layout.entries
+        entries = manager.behaviors["GridWorld"].observation_layout.entries
         assert [(entry.name, entry.goal) for entry in entries] == [
             ("CameraSensor", False),
             ("VectorSensor", True),
@@ -131,7 +130,7 @@ def test_pettingzoo_path_marks_the_goal_signal_too() -> None:
     env = parallel_env(scene="GridWorld", timeout_wait=30)
     try:
         assert env.metadata["goal_signal_keys"] == {"GridWorld?team=0": ("VectorSensor",)}
-        manager = ParallelEnvManager([env])
+        manager = EnvManager.for_parallel_envs([env])
     except BaseException:
         env.close()
         raise

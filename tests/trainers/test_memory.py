@@ -89,11 +89,22 @@ def test_sac_with_memory_is_accepted() -> None:
 
 
 def test_lstm_memory_starts_with_ml_agents_forget_bias() -> None:
-    lstm = LSTMMemory(6, 8).lstm
+    """ML-Agents' ``lstm_layer`` adds its forget bias 1 to both of PyTorch's bias tensors, so
+    the forget gate starts at an effective bias of 2 (sigmoid about 0.88)."""
+    memory = LSTMMemory(6, 8)
+    lstm = memory.lstm
     half = 4
+    for bias in (lstm.bias_ih_l0, lstm.bias_hh_l0):
+        assert torch.equal(bias[half : 2 * half], torch.ones(half))
+        assert torch.count_nonzero(torch.cat([bias[:half], bias[2 * half :]])) == 0
     biases = lstm.bias_ih_l0 + lstm.bias_hh_l0  # PyTorch adds both
-    assert torch.equal(biases[half : 2 * half], torch.ones(half))
-    assert torch.count_nonzero(torch.cat([biases[:half], biases[2 * half :]])) == 0
+    assert torch.equal(biases[half : 2 * half], torch.full((half,), 2.0))
+    # With zero input and zero hidden state the cell keeps sigmoid(2) of itself per step.
+    with torch.no_grad():
+        cell = torch.ones(1, half)
+        state = torch.cat([torch.zeros(1, half), cell], dim=1)
+        _, after = memory.step(torch.zeros(1, 6), state)
+    assert torch.allclose(after[:, half:], torch.sigmoid(torch.tensor(2.0)) * cell)
 
 
 def _recurrent_trainer(tmp_path: Path, **network: Any) -> PPOTrainer:

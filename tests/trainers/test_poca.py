@@ -21,8 +21,7 @@ from trainers.common.checkpoints import load_checkpoint
 from trainers.common.networks import build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import GROUP_CUMULATIVE_REWARD, StatsReporter
-from trainers.env_manager import GROUP_ID_SPAN, PolicyDecision
-from trainers.parallel_env_manager import ParallelEnvManager
+from trainers.env_manager import GROUP_ID_SPAN, EnvManager, PolicyDecision
 from trainers.poca.groups import credit_early_finishers, group_layout, poca_rewards
 from trainers.poca.networks import GroupCritic
 from trainers.settings import NetworkSettings, load_config_file
@@ -176,7 +175,7 @@ def test_the_parallel_manager_reports_groups_unique_across_games() -> None:
         )
         for i in range(2)
     ]
-    manager = ParallelEnvManager(envs)
+    manager = EnvManager.for_parallel_envs(envs)
     try:
         (name,) = manager.behavior_names
         first = manager.reset(3)[name]
@@ -196,7 +195,7 @@ def test_the_parallel_manager_reports_groups_unique_across_games() -> None:
         manager.close()
 
 
-def _noop(manager: ParallelEnvManager, name: str) -> PolicyDecision:
+def _noop(manager: EnvManager, name: str) -> PolicyDecision:
     """Action 0 (no movement) for every slot of ``name``."""
     slots = manager.behaviors[name]
     return PolicyDecision(None, np.zeros((slots.num_slots, 1), dtype=np.int64))

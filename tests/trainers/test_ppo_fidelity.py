@@ -14,7 +14,7 @@ from trainer_test_support import ppo_behavior, ppo_trainer
 
 from trainers.common.distributions import ActionDistribution, mask_logits
 from trainers.common.normalizer import RunningNormalizer
-from trainers.env_manager import VectorEnvManager
+from trainers.env_manager import EnvManager
 
 
 def test_log_probs_have_one_column_per_dimension_and_branch() -> None:
@@ -55,7 +55,7 @@ def test_normalizer_absorbs_the_rollout_before_the_update(
         vectorization_mode="sync",
         vector_kwargs={"autoreset_mode": mode},
     )
-    manager = VectorEnvManager(env, "Countdown")
+    manager = EnvManager.for_vector_env(env, "Countdown")
     try:
         slots = manager.behaviors["Countdown"]
         trainer = ppo_trainer(

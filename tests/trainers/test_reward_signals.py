@@ -152,6 +152,36 @@ def test_curiosity_losses_and_rewards_by_hand() -> None:
     np.testing.assert_allclose(rewards, np.minimum(errors, 0.5), rtol=1e-6)  # ... some not
 
 
+def test_curiosity_layers_start_as_in_ml_agents() -> None:
+    """Hidden layers He-normal (linear gain); output layers (predicted actions, predicted
+    successor embedding) Glorot-uniform with zero bias, as ML-Agents' curiosity module."""
+    torch.manual_seed(0)
+    layout = ObservationLayout.from_space(spaces.Box(-5, 5, (40,), np.float32))
+    actions = ActionLayout.from_space(
+        spaces.Dict(
+            {"continuous": spaces.Box(-1, 1, (2,), np.float32), "discrete": spaces.Discrete(5)}
+        )
+    )
+    settings = CuriositySettings(network_settings=NetworkSettings(hidden_units=64))
+    network = CuriositySignal(settings, layout, actions, CPU).network
+    assert network.continuous_head is not None and network.discrete_head is not None
+    outputs = [network.continuous_head, network.discrete_head, network.forward_model[2]]
+    assert [tuple(layer.weight.shape) for layer in outputs] == [(2, 256), (5, 256), (64, 256)]
+    for layer in outputs:
+        fan_out, fan_in = layer.weight.shape
+        bound = float(np.sqrt(6.0 / (fan_in + fan_out)))
+        weights = layer.weight.detach().abs()
+        assert float(weights.max()) <= bound  # uniform within Glorot's bound ...
+        assert float(weights.max()) > 0.9 * bound  # ... and filling it
+        assert not layer.bias.detach().any()
+    hidden = [network.inverse[0], network.forward_model[0]]
+    assert [tuple(layer.weight.shape) for layer in hidden] == [(256, 128), (256, 64 + 7)]
+    for layer in hidden:
+        fan_in = layer.weight.shape[1]
+        std = float(layer.weight.detach().std())
+        assert std == pytest.approx(1.0 / np.sqrt(fan_in), rel=0.05)
+
+
 # -- per-signal returns ----------------------------------------------------------------------
 
 

@@ -4,7 +4,10 @@ ML-Agents' facts it follows (``torch_entities/layers.py``, ``networks.py``): one
 whose input is the body's ``hidden_units`` features and whose hidden size is
 ``memory_size // 2``; an agent's memory is the hidden state and the cell state side by side
 (``memory_size`` floats, hidden first); weights Glorot-uniform per gate block, biases zero but
-the forget gate's, which starts at 1. The heads read the LSTM's output (``memory_size // 2``
+the forget gate's: ML-Agents' ``lstm_layer`` adds its ``forget_bias`` of 1 to the forget block
+of *every* bias tensor, and PyTorch's LSTM has two (``bias_ih`` and ``bias_hh``, summed), so the
+gate starts at an effective bias of 2 (sigmoid 0.88 instead of 0.73: a seen symbol fades over
+tens of steps rather than a few). The heads read the LSTM's output (``memory_size // 2``
 features).
 """
 
@@ -15,6 +18,7 @@ from torch import nn
 
 __all__ = ["LSTMMemory"]
 
+#: Added to the forget gate's block of each of PyTorch's two bias tensors (ML-Agents' value).
 FORGET_BIAS = 1.0
 
 
@@ -40,7 +44,7 @@ class LSTMMemory(nn.Module):
                         nn.init.xavier_uniform_(gate)
                     else:
                         nn.init.zeros_(gate)
-                if name.startswith("bias_ih"):  # PyTorch adds both biases: add 1 once
+                if name.startswith("bias"):  # bias_ih and bias_hh alike, as ML-Agents
                     parameter[self.output_size : 2 * self.output_size].add_(FORGET_BIAS)
 
     def forward(

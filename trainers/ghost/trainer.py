@@ -56,7 +56,7 @@ from trainers.ghost.controller import GhostController
 from trainers.ghost.elo import game_result
 from trainers.settings import SelfPlaySettings
 
-__all__ = ["ELO_STAT", "SELF_PLAY_STATE_KEY", "GhostTrainer", "team_of"]
+__all__ = ["ELO_STAT", "SELF_PLAY_STATE_KEY", "GhostTrainer"]
 
 logger = logging.getLogger("trainers")
 
@@ -66,23 +66,6 @@ SELF_PLAY_STATE_KEY = "self_play"
 ELO_STAT = "Self-play/ELO"
 
 Weights = dict[str, torch.Tensor]
-
-
-def team_of(behavior_id: str) -> int:
-    """The team id of a behavior id: ``"Tennis?team=1"`` -> 1; 0 without a team suffix.
-
-    Raises:
-        ValueError: the suffix is not an integer.
-    """
-    if "?team=" not in behavior_id:
-        return 0
-    suffix = behavior_id.split("?team=", 1)[1]
-    try:
-        return int(suffix)
-    except ValueError:
-        raise ValueError(
-            f"behavior id {behavior_id!r} has a team suffix that is not a number."
-        ) from None
 
 
 class GhostTrainer(Trainer):

@@ -6,7 +6,8 @@ model predicts the successor's embedding from the observation's embedding and th
 reward is half the squared forward error, summed over the features, capped at ``1 / strength``
 (so the scaled reward stays within 1) and 0 until the networks have been trained once. The
 training loss is ``10 * (0.2 * forward + 0.8 * inverse)`` (ML-Agents' weights), Adam at
-``learning_rate``.
+``learning_rate``. As in ML-Agents, the hidden layers start He-normal and the output layers
+(predicted actions, predicted successor embedding) Glorot-uniform.
 """
 
 from __future__ import annotations
@@ -20,12 +21,21 @@ from trainers.reward_signals.base import RewardSignal, SignalBatch
 from trainers.reward_signals.networks import StateEmbedding, action_features, dense
 from trainers.settings import CuriositySettings
 
-__all__ = ["CuriosityNetwork", "CuriositySignal"]
+__all__ = ["CuriosityNetwork", "CuriositySignal", "output_layer"]
 
 FORWARD_WEIGHT = 0.2  # the inverse loss gets the rest
 LOSS_SCALE = 10.0
 MODEL_UNITS = 256  # hidden units of the inverse and forward models
 _LOG_EPSILON = 1e-10
+
+
+def output_layer(in_size: int, out_size: int) -> nn.Linear:
+    """An output layer of the inverse or forward model: Glorot-uniform weights, zero bias
+    (ML-Agents' default for its plain linear layers)."""
+    layer = nn.Linear(in_size, out_size)
+    nn.init.xavier_uniform_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    return layer
 
 
 class CuriosityNetwork(nn.Module):
@@ -46,12 +56,14 @@ class CuriosityNetwork(nn.Module):
         size = self.state.output_size
         self.inverse = nn.Sequential(dense(2 * size, MODEL_UNITS), nn.SiLU())
         self.continuous_head = (
-            dense(MODEL_UNITS, self.continuous_size) if self.continuous_size else None
+            output_layer(MODEL_UNITS, self.continuous_size) if self.continuous_size else None
         )
-        self.discrete_head = dense(MODEL_UNITS, sum(self.branches)) if self.branches else None
+        self.discrete_head = (
+            output_layer(MODEL_UNITS, sum(self.branches)) if self.branches else None
+        )
         action_size = self.continuous_size + sum(self.branches)
         self.forward_model = nn.Sequential(
-            dense(size + action_size, MODEL_UNITS), nn.SiLU(), dense(MODEL_UNITS, size)
+            dense(size + action_size, MODEL_UNITS), nn.SiLU(), output_layer(MODEL_UNITS, size)
         )
         #: 1 once the networks have been trained (the reward is 0 before).
         self.register_buffer("trained", torch.zeros(()))

@@ -16,7 +16,8 @@ from gymnasium.vector import AutoresetMode
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 
 from trainers.common.checkpoints import load_checkpoint
-from trainers.env_manager import PolicyDecision, VectorEnvManager
+from trainers.env_manager import EnvManager, PolicyDecision
+from trainers.game_fronts import VectorFront
 
 pytest.importorskip("unity_gym.vector", reason="needs unity_gym's vector environment")
 
@@ -27,7 +28,7 @@ BEHAVIOR = "Stress"
 
 
 @pytest.fixture
-def manager() -> Iterator[VectorEnvManager]:
+def manager() -> Iterator[EnvManager]:
     env = gymnasium.make_vec(
         "unity_gym:Unity-v0",
         num_envs=None,  # type: ignore[arg-type]  # every agent of every game
@@ -39,7 +40,7 @@ def manager() -> Iterator[VectorEnvManager]:
         backend="inprocess",
         timeout_wait=30,
     )
-    made = VectorEnvManager(env, BEHAVIOR)
+    made = EnvManager.for_vector_env(env, BEHAVIOR)
     yield made
     made.close()
 
@@ -50,10 +51,13 @@ def _actions(values: np.ndarray) -> dict[str, PolicyDecision]:
     return {BEHAVIOR: PolicyDecision(continuous, None)}
 
 
-def test_each_game_is_a_group_that_steps_independently(manager: VectorEnvManager) -> None:
-    assert manager.asynchronous
-    assert [rows.tolist() for rows in manager.groups] == [[0, 1], [2, 3], [4, 5]]
-    assert manager.env.batch_size == AGENTS  # type: ignore[attr-defined]
+def test_each_game_is_a_group_that_steps_independently(manager: EnvManager) -> None:
+    front = manager.front
+    assert isinstance(front, VectorFront) and front.asynchronous
+    assert manager.num_groups == 3
+    assert [rows.tolist() for rows in front.groups] == [[0, 1], [2, 3], [4, 5]]
+    assert [agent.game for agent in front.agents] == [0, 0, 1, 1, 2, 2]
+    assert front.env.batch_size == AGENTS  # type: ignore[attr-defined]
     first = manager.start(seed=0)
     assert [steps[BEHAVIOR].group for steps in first] == [0, 1, 2]
     for steps in first:
@@ -95,9 +99,10 @@ def test_lockstep_vector_env_is_one_group() -> None:
         vectorization_mode="sync",
         vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
     )
-    manager = VectorEnvManager(env, "Countdown")
+    manager = EnvManager.for_vector_env(env, "Countdown")
     try:
-        assert not manager.asynchronous and len(manager.groups) == 1
+        assert isinstance(manager.front, VectorFront) and not manager.front.asynchronous
+        assert manager.num_groups == 1
         (first,) = manager.start(seed=0)
         assert first["Countdown"].group == 0 and manager.in_flight == 0
         manager.send(0, {"Countdown": PolicyDecision(None, np.zeros((2, 1), np.int64))})

@@ -1,4 +1,5 @@
-"""``ParallelEnvManager`` on real games: built-in Tennis and SoccerTwos, and a two-behavior scene.
+"""The env manager over PettingZoo games (its PettingZoo front): built-in Tennis and
+SoccerTwos, and a two-behavior scene.
 
 Every env is a real ``unity_gym.pettingzoo`` env driving a headless-player process over gRPC.
 A pass-through recorder keeps what each env returned; the checks compare the manager's output
@@ -19,8 +20,7 @@ from pettingzoo import ParallelEnv
 from process_utils import python_path_with
 from trainer_scenes import GROUP_REWARD, SCENE, SCENE_FOLDER
 
-from trainers.env_manager import BehaviorStep, PolicyDecision
-from trainers.parallel_env_manager import ParallelEnvManager
+from trainers.env_manager import BehaviorStep, EnvManager, PolicyDecision
 from unity_gym.pettingzoo import RestartLimitError, UnityParallelEnv, parallel_env
 
 pytestmark = pytest.mark.timeout(120)
@@ -91,7 +91,7 @@ def _flat(mask: Any) -> np.ndarray:
 class Bookkeeping:
     """The test's own view of every slot, built from the recorded PettingZoo results."""
 
-    manager: ParallelEnvManager
+    manager: EnvManager
     envs: list[RecordingEnv]
     finished: dict[tuple[int, str], bool] = field(default_factory=dict)
     returns: dict[tuple[int, str], float] = field(default_factory=dict)
@@ -197,7 +197,7 @@ class Bookkeeping:
 
 
 def _random_decisions(
-    manager: ParallelEnvManager, current: dict[str, BehaviorStep], rng: np.random.Generator
+    manager: EnvManager, current: dict[str, BehaviorStep], rng: np.random.Generator
 ) -> dict[str, PolicyDecision]:
     """Random actions; discrete ones picked among the allowed choices of each branch."""
     decisions = {}
@@ -224,7 +224,7 @@ def _random_decisions(
 
 
 def _drive(
-    manager: ParallelEnvManager,
+    manager: EnvManager,
     envs: list[RecordingEnv],
     seed: int,
     until: Any,
@@ -282,7 +282,7 @@ def test_tennis_teams_share_one_trainer_and_finished_slots_wait_for_the_reset(
     envs = _games(2, 11, RecordingEnv, scene="Tennis", num_areas=3)
     try:
         with caplog.at_level(logging.WARNING):
-            manager = ParallelEnvManager(envs)
+            manager = EnvManager.for_parallel_envs(envs)
         assert sum(SELF_PLAY_WARNING in r.message for r in caplog.records) == 1
         assert manager.behavior_names == ["Tennis"]
         assert manager.behavior_ids == {"Tennis": ["Tennis?team=0", "Tennis?team=1"]}
@@ -311,7 +311,7 @@ def test_soccer_twos_masks_dict_observations_and_group_rewards() -> None:
     options = {"kickoff": "shot_blue", "max_environment_steps": 60}
     envs = _games(1, 3, RecordingEnv, scene="SoccerTwos", scene_options=options)
     try:
-        manager = ParallelEnvManager(envs)
+        manager = EnvManager.for_parallel_envs(envs)
         assert manager.behavior_names == ["SoccerTwos"]
         slots = manager.behaviors["SoccerTwos"]
         assert slots.num_slots == 4  # one field: two agents per team
@@ -338,7 +338,9 @@ def test_two_behavior_names_get_two_trainers_with_exact_episodes(
     envs = _games(2, 7, RecordingEnv, scene=SCENE, num_areas=2)
     try:
         with caplog.at_level(logging.WARNING):
-            manager = ParallelEnvManager(envs, trainer_name=lambda names: f"key:{names[0]}")
+            manager = EnvManager.for_parallel_envs(
+                envs, trainer_name=lambda names: f"key:{names[0]}"
+            )
         assert not any(SELF_PLAY_WARNING in r.message for r in caplog.records)
         assert manager.behavior_names == ["key:Hider", "key:Seeker"]
         hider, seeker = manager.behaviors["key:Hider"], manager.behaviors["key:Seeker"]
@@ -402,7 +404,7 @@ def test_a_crashed_game_truncates_its_slots_and_the_manager_plays_on(
                                 scene_options=scene_options)  # fmt: skip
             games.append(game)
             envs.append(RecordingEnv(game))
-        manager = ParallelEnvManager(envs)
+        manager = EnvManager.for_parallel_envs(envs)
         assert manager.slot_agents["Stress"] == [
             (0, "Stress_0"), (0, "Stress_1"), (1, "Stress_0"), (1, "Stress_1")
         ]  # fmt: skip
@@ -472,7 +474,7 @@ def test_several_games_step_at_the_same_time_and_results_keep_env_order() -> Non
     # Each Academy step of these games takes 0.2 s; one manager step is one Academy step.
     envs = _stress_games([{"step_time": 0.2}, {"step_time": 0.2}])
     try:
-        manager = ParallelEnvManager(envs)
+        manager = EnvManager.for_parallel_envs(envs)
         book = Bookkeeping(manager, envs)
         current = manager.reset(7)
         book.check_reset(7, current)
@@ -493,7 +495,7 @@ def test_several_games_step_at_the_same_time_and_results_keep_env_order() -> Non
 def test_a_failing_game_is_raised_after_the_other_games_finished_their_step() -> None:
     # Game 0 crashes in its 2nd step and may not restart; game 1 is slow but healthy.
     envs = _stress_games([{"crash_after": 2}, {"step_time": 0.3}], max_lifetime_restarts=0)
-    manager = ParallelEnvManager(envs)
+    manager = EnvManager.for_parallel_envs(envs)
     try:
         manager.reset(7)
         decisions = {"Stress": PolicyDecision(np.zeros((4, 2), np.float32), None)}

@@ -1,0 +1,403 @@
+"""PettingZoo parallel envs (one per game process) as a game front, for games with teams or
+several behaviors.
+
+It uses nothing but the public PettingZoo ``ParallelEnv`` API plus the infos of
+``unity_gym.pettingzoo``.
+
+Agents. The front's agents are every agent of ``possible_agents`` in every env: env 0's agents
+first, each env's in ``possible_agents`` order. An agent's behavior id is the env's
+``metadata["agent_behaviors"]`` entry where it has one (``unity_gym``'s envs declare them), else
+``info["behavior_name"]`` at a first unseeded reset (without it, the agent's name without its
+``_<n>`` suffix, PettingZoo's naming convention).
+
+Episodes. PettingZoo episodes end agent by agent: an agent that finishes (terminated or
+truncated) leaves ``env.agents`` until the next reset. Its row reports that step (reward, done
+flags, ``final_observations`` = the observation returned with the done flag) and is then
+``valid = False`` (its action is ignored and must not be learned from) with its last
+observation. When an env has no agent left it is reset at once, within the same step, so the
+rows' ``observations`` already are the new episode's first ones while ``final_observations``
+still hold the last ones; the next step is valid again. An agent of ``possible_agents`` that is
+not part of a new episode stays invalid until the next reset.
+
+Faults. A ``unity_gym.pettingzoo`` env whose game crashes or stops answering restarts it (within
+its restart limits, which ``unity-train`` sets from ``env_settings``) and reports every live agent
+truncated with its latest observation and ``info["restart_reason"]``. That is an ordinary
+truncation here: the rows report the step with those observations as ``final_observations``,
+the emptied env is reset into the restarted game at once, and the next step is valid again.
+Beyond the limits the env raises ``RestartLimitError``, which ends the run.
+
+Groups and rewards. Every step reports each agent's ``info["group_id"]`` as last reported (new
+episodes included; 0 = no group) and ``info["group_reward"]`` (missing: 0) apart from the
+agent's own reward.
+
+Action masks. ``info["action_mask"]`` in the format of ``action_space(agent).sample(mask=...)``
+(an int8 array, a tuple of them per branch, or ``{"continuous": None, "discrete": ...}``, 1 =
+allowed) becomes one flat bool row per agent, branches concatenated, ``True`` = allowed. As long
+as no agent of a behavior id has sent a mask its mask is ``None``.
+
+Seeding and stepping. ``reset(seed)`` resets env *i* with ``seed + i`` (``None``: unseeded);
+the automatic resets of finished envs are unseeded. With several envs, each step and each reset
+runs every env in a thread of its own, so the game processes simulate at the same time (an env's
+calls wait for its game, which releases the GIL); results are then taken in env order, so the
+outcome does not depend on which game answers first. All envs step together (one group); a
+failure in one env is raised after the others finished their call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from trainers.common.spaces import ActionLayout, ObservationLayout
+from trainers.game_fronts.base import (
+    FrontActions,
+    FrontAgent,
+    FrontRows,
+    FrontStep,
+    LockstepFront,
+)
+from trainers.game_fronts.vector import apply_env_params
+from unity_gym.timers import hierarchical_timer
+
+__all__ = ["PettingZooFront", "close_all"]
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class _BehaviorState:
+    """The running state of the agents of one behavior id (rows in agent-index order)."""
+
+    agents: np.ndarray
+    observation_layout: ObservationLayout
+    action_layout: ActionLayout
+    names: list[str]
+    observations: list[np.ndarray] = field(default_factory=list)
+    mask: np.ndarray | None = None
+    live: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    group_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        n = len(self.agents)
+        self.observations = [
+            np.zeros((n, *entry.raw_shape), dtype=entry.raw_dtype)
+            for entry in self.observation_layout.entries
+        ]
+        self.live = np.zeros(n, dtype=bool)
+        self.group_ids = np.zeros(n, dtype=np.int64)
+
+    def write(self, row: int, observation: Any, info: Mapping[str, Any]) -> None:
+        """Store one agent's observation, mask and group id in ``row``."""
+        layout = self.observation_layout
+        values = [observation[name] for name in layout.names] if layout.is_dict else [observation]
+        for array, value in zip(self.observations, values, strict=True):
+            array[row] = np.asarray(value).reshape(array.shape[1:])
+        self.group_ids[row] = int(info.get("group_id", 0))
+        self._write_mask(row, info)
+
+    def _write_mask(self, row: int, info: Mapping[str, Any]) -> None:
+        if not self.action_layout.has_discrete:
+            return
+        raw = info.get("action_mask")
+        if raw is None:
+            if self.mask is not None:
+                self.mask[row] = True
+            return
+        if self.mask is None:
+            self.mask = self.action_layout.full_mask(len(self.agents))
+        flat = _flat_mask(raw)
+        if flat.size != self.action_layout.discrete_size:
+            raise ValueError(
+                f"info['action_mask'] of agent {self.names[row]!r} has {flat.size} entries "
+                f"but its action space has {self.action_layout.discrete_size} choices (branches "
+                f"{list(self.action_layout.discrete_branches)})."
+            )
+        self.mask[row] = flat
+
+    def copy_observations(self) -> list[np.ndarray]:
+        """Copies of the per-entry arrays (trainers keep what a step hands them)."""
+        return [array.copy() for array in self.observations]
+
+    def copy_mask(self) -> np.ndarray | None:
+        """A copy of the masks, or ``None`` while no agent has sent one."""
+        return None if self.mask is None else self.mask.copy()
+
+
+@dataclass
+class _Outcome:
+    """One step's results for the agents of one behavior id."""
+
+    rewards: np.ndarray
+    group_rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    valid: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> _Outcome:
+        """No reward, nothing done, no row valid, for ``n`` rows."""
+        return cls(
+            rewards=np.zeros(n, dtype=np.float32),
+            group_rewards=np.zeros(n, dtype=np.float32),
+            terminated=np.zeros(n, dtype=bool),
+            truncated=np.zeros(n, dtype=bool),
+            valid=np.zeros(n, dtype=bool),
+        )
+
+
+class PettingZooFront(LockstepFront):
+    """Drives PettingZoo parallel envs, one per game process (see the module documentation).
+
+    Args:
+        envs: the envs, all with the same ``possible_agents`` and spaces. The front resets each
+            once without a seed to read its agents' behaviors (``unity_gym.pettingzoo`` envs
+            that were just created do not restart their game for that). From then on the front
+            owns them and :meth:`close` closes them; if the constructor raises, they are left
+            open for the caller to close.
+
+    Raises:
+        ValueError: no env, envs that differ in ``possible_agents`` or behaviors, or an agent of
+            ``possible_agents`` missing from the first episode.
+    """
+
+    def __init__(self, envs: Sequence[ParallelEnv[str, Any, Any]]) -> None:
+        if not envs:
+            raise ValueError("the PettingZoo front needs at least one environment.")
+        self.envs = list(envs)
+        self._pool: ThreadPoolExecutor | None = None  # created last: nothing to stop on errors
+        behavior_of_agent = self._read_behaviors()
+        possible = list(self.envs[0].possible_agents)
+        first = self.envs[0]
+        goal_keys = first.metadata.get("goal_signal_keys", {})
+        self.agents = [
+            FrontAgent(index, behavior_of_agent[agent], agent)
+            for index in range(len(self.envs))
+            for agent in possible
+        ]
+        self.observation_layouts = {}
+        self.action_layouts = {}
+        for behavior_id in sorted(set(behavior_of_agent.values())):
+            example = next(a for a in possible if behavior_of_agent[a] == behavior_id)
+            self.observation_layouts[behavior_id] = ObservationLayout.from_space(
+                first.observation_space(example), goal_keys.get(behavior_id, ())
+            )
+            self.action_layouts[behavior_id] = ActionLayout.from_space(first.action_space(example))
+        # (env index, agent name) -> (behavior id, row of that id)
+        self._row_of: list[dict[str, tuple[str, int]]] = [{} for _ in self.envs]
+        self._states: dict[str, _BehaviorState] = {}
+        for behavior_id in self.observation_layouts:
+            indices = [i for i, a in enumerate(self.agents) if a.behavior_id == behavior_id]
+            for row, index in enumerate(indices):
+                agent = self.agents[index]
+                self._row_of[agent.game][agent.name] = (behavior_id, row)
+            self._states[behavior_id] = _BehaviorState(
+                agents=np.asarray(indices, dtype=np.int64),
+                observation_layout=self.observation_layouts[behavior_id],
+                action_layout=self.action_layouts[behavior_id],
+                names=[self.agents[i].name for i in indices],
+            )
+        if len(self.envs) > 1:
+            self._pool = ThreadPoolExecutor(len(self.envs), thread_name_prefix="pettingzoo-env")
+
+    def _read_behaviors(self) -> dict[str, str]:
+        """Agent name -> behavior id (see the module documentation)."""
+        possible = list(self.envs[0].possible_agents)
+        behavior_of_agent: dict[str, str] = {}
+        for index, env in enumerate(self.envs):
+            if list(env.possible_agents) != possible:
+                raise ValueError(
+                    f"environment {index} has agents {list(env.possible_agents)}, environment 0 "
+                    f"has {possible}; all game processes must hold the same agents."
+                )
+            declared = dict(getattr(env, "metadata", None) or {}).get("agent_behaviors") or {}
+            _, infos = env.reset()
+            for agent in possible:
+                if agent in declared:
+                    behavior = str(declared[agent])
+                elif agent in infos:
+                    behavior = str(infos[agent].get("behavior_name") or agent.rsplit("_", 1)[0])
+                else:
+                    raise ValueError(
+                        f"agent {agent!r} of possible_agents is not in the first episode of "
+                        f"environment {index}; its behavior cannot be known."
+                    )
+                known = behavior_of_agent.setdefault(agent, behavior)
+                if known != behavior:
+                    raise ValueError(
+                        f"agent {agent!r} has behavior {behavior!r} in environment {index} but "
+                        f"{known!r} in environment 0; all game processes must be the same game."
+                    )
+        return behavior_of_agent
+
+    # -- the front interface ----------------------------------------------------------------
+
+    def reset(self, seed: int | None) -> list[FrontStep]:
+        """Reset every env (env *i* with ``seed + i``); one group."""
+        self.forget_pending()
+        for state in self._states.values():
+            state.live[:] = False
+        with hierarchical_timer("env_reset"):
+            indices = list(range(len(self.envs)))
+            starts = self._each(
+                indices,
+                lambda index: self.envs[index].reset(seed=None if seed is None else seed + index),
+            )
+            for index, (observations, infos) in zip(indices, starts, strict=True):
+                self._start_episode(index, observations, infos)
+        rows = {}
+        for behavior_id, state in self._states.items():
+            n = len(state.agents)
+            observations, mask = state.copy_observations(), state.copy_mask()
+            rows[behavior_id] = FrontRows(
+                agents=state.agents,
+                observations=observations,
+                action_mask=mask,
+                rewards=np.zeros(n, dtype=np.float32),
+                group_rewards=np.zeros(n, dtype=np.float32),
+                terminated=np.zeros(n, dtype=bool),
+                truncated=np.zeros(n, dtype=bool),
+                valid=np.zeros(n, dtype=bool),
+                final_observations=observations,
+                final_action_mask=mask,
+                group_ids=state.group_ids.copy(),
+            )
+        return [(0, rows)]
+
+    def step_all(self, actions: FrontActions) -> dict[str, FrontRows]:
+        """Act for every live agent, step every env, reset the envs that have no agent left."""
+        outcome = {b: _Outcome.empty(len(s.agents)) for b, s in self._states.items()}
+        for behavior_id, state in self._states.items():
+            outcome[behavior_id].valid[:] = state.live
+        emptied = []
+        env_actions: dict[int, dict[str, Any]] = {}
+        for index, env in enumerate(self.envs):
+            live = list(env.agents)
+            if not live:  # only possible if the env was reset into an empty episode
+                emptied.append(index)
+                continue
+            rows = self._row_of[index]
+            env_actions[index] = {agent: _row(actions[rows[agent][0]], rows[agent][1])
+                                  for agent in live}  # fmt: skip
+        with hierarchical_timer("env_step"):
+            stepping = list(env_actions)
+            results = self._each(stepping, lambda index: self.envs[index].step(env_actions[index]))
+        for index, (observations, rewards, terminations, truncations, infos) in zip(
+            stepping, results, strict=True
+        ):
+            rows = self._row_of[index]
+            for agent in env_actions[index]:
+                behavior_id, row = rows[agent]
+                state, result = self._states[behavior_id], outcome[behavior_id]
+                info = infos.get(agent, {})
+                result.rewards[row] = float(rewards[agent])
+                result.group_rewards[row] = float(info.get("group_reward", 0.0))
+                result.terminated[row] = bool(terminations[agent])
+                result.truncated[row] = bool(truncations[agent])
+                state.write(row, observations[agent], info)
+                if result.terminated[row] or result.truncated[row]:
+                    state.live[row] = False
+            if not self.envs[index].agents:
+                emptied.append(index)
+        finals = {b: (s.copy_observations(), s.copy_mask()) for b, s in self._states.items()}
+        if emptied:
+            emptied.sort()
+            with hierarchical_timer("env_reset"):
+                starts = self._each(emptied, lambda index: self.envs[index].reset())
+                for index, (observations, infos) in zip(emptied, starts, strict=True):
+                    self._start_episode(index, observations, infos)
+        out = {}
+        for behavior_id, state in self._states.items():
+            result = outcome[behavior_id]
+            final_observations, final_mask = finals[behavior_id]
+            out[behavior_id] = FrontRows(
+                agents=state.agents,
+                observations=state.copy_observations() if emptied else final_observations,
+                action_mask=state.copy_mask() if emptied else final_mask,
+                rewards=result.rewards,
+                group_rewards=result.group_rewards,
+                terminated=result.terminated,
+                truncated=result.truncated,
+                valid=result.valid,
+                final_observations=final_observations,
+                final_action_mask=final_mask,
+                group_ids=state.group_ids.copy(),
+            )
+        return out
+
+    def set_env_params(self, params: Mapping[str, Any]) -> bool:
+        """Send environment parameters to every env's game (see
+        :func:`~trainers.game_fronts.vector.apply_env_params`); False if an env cannot take
+        them."""
+        return all([apply_env_params(env, params) for env in self.envs])
+
+    def close(self) -> None:
+        """Close every env (all of them, even if closing one fails), then the env threads."""
+        try:
+            close_all(self.envs)  # first: a call still waiting for its game then fails at once
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _each(self, indices: Sequence[int], call: Callable[[int], _T]) -> list[_T]:
+        """``call(index)`` for each of ``indices``, results in the same order.
+
+        With several envs the calls run in the env threads at the same time. All of them have
+        finished when this returns or raises (the first failure in ``indices`` order).
+        """
+        if self._pool is None or len(indices) < 2:
+            return [call(index) for index in indices]
+        futures: list[Future[_T]] = [self._pool.submit(call, index) for index in indices]
+        wait_all(futures)
+        return [future.result() for future in futures]
+
+    def _start_episode(
+        self, index: int, observations: Mapping[str, Any], infos: Mapping[str, Any]
+    ) -> None:
+        """Take the first observations of env ``index``'s new episode into the rows."""
+        rows = self._row_of[index]
+        for behavior_id, row in rows.values():
+            self._states[behavior_id].live[row] = False
+        for agent in self.envs[index].agents:
+            behavior_id, row = rows[agent]
+            state = self._states[behavior_id]
+            state.live[row] = True
+            state.write(row, observations[agent], infos.get(agent, {}))
+
+
+def _row(batch: Any, row: int) -> Any:
+    """One agent's action out of a batch in :meth:`ActionLayout.to_env` format."""
+    if isinstance(batch, Mapping):
+        return {key: value[row] for key, value in batch.items()}
+    return batch[row]
+
+
+def _flat_mask(raw: Any) -> np.ndarray:
+    """A ``space.sample(mask=...)`` mask as one flat bool array (``True`` = allowed)."""
+    if isinstance(raw, Mapping):
+        raw = raw.get("discrete")
+        if raw is None:
+            return np.zeros(0, dtype=bool)
+    if isinstance(raw, tuple | list):
+        parts = [np.asarray(part).reshape(-1) for part in raw]
+        return np.concatenate(parts).astype(bool) if parts else np.zeros(0, dtype=bool)
+    return np.asarray(raw).reshape(-1).astype(bool)
+
+
+def close_all(envs: Sequence[ParallelEnv[str, Any, Any]]) -> None:
+    """Close every env, even if closing one fails (the first error is raised at the end)."""
+    errors: list[BaseException] = []
+    for env in envs:
+        try:
+            env.close()
+        except Exception as exc:  # close the others, then report
+            errors.append(exc)
+    if errors:
+        raise errors[0]
