@@ -22,6 +22,7 @@ from trainers.common.networks import build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import GROUP_CUMULATIVE_REWARD, StatsReporter
 from trainers.env_manager import GROUP_ID_SPAN, EnvManager, PolicyDecision
+from trainers.ghost import SELF_PLAY_STATE_KEY
 from trainers.poca.groups import credit_early_finishers, group_layout, poca_rewards
 from trainers.poca.networks import GroupCritic
 from trainers.settings import NetworkSettings, load_config_file
@@ -29,7 +30,9 @@ from unity_gym.pettingzoo import parallel_env
 
 pytestmark = pytest.mark.timeout(120)
 
-CONFIG = Path(__file__).resolve().parents[2] / "trainers" / "configs" / "PushBlockCollab_poca.yaml"
+CONFIGS = Path(__file__).resolve().parents[2] / "trainers" / "configs"
+CONFIG = CONFIGS / "PushBlockCollab_poca.yaml"
+SOCCER_CONFIG = CONFIGS / "SoccerTwos_poca.yaml"
 
 
 def _attention() -> tuple[EntityEmbedding, ResidualSelfAttention]:
@@ -249,3 +252,31 @@ def test_summary_line_shows_the_mean_group_reward_as_ml_agents_does(
     first, second = (r.getMessage() for r in caplog.records if "Step:" in r.getMessage())
     assert "Mean Reward: 0.500. Std of Reward: 1.000. Training." in first
     assert "Mean Reward: 2.000. Mean Group Reward: 2.000. Training." in second
+
+
+def test_bundled_soccer_twos_config_trains_poca_with_self_play_and_exports_onnx(
+    run_train: RunTrain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = load_config_file(SOCCER_CONFIG)
+    behavior = config["behaviors"]["SoccerTwos"]
+    assert behavior["trainer_type"] == "poca" and "self_play" in behavior
+    behavior["max_steps"] = 160  # learning team's steps: team 0, then team 1 from step 81
+    behavior["summary_freq"] = 80
+    behavior["time_horizon"] = 32
+    behavior["hyperparameters"].update(buffer_size=64, batch_size=32, num_epoch=1)
+    behavior["network_settings"]["hidden_units"] = 32
+    behavior["self_play"].update(save_steps=20, swap_steps=15, team_change=80, window=3)
+    run = run_train(config, "--scene", "SoccerTwos", "--seed", "3", "--no-graphics",
+                    "--env-args", "--option", "max_environment_steps=60")  # fmt: skip
+    err = capsys.readouterr().err
+    assert "self-play is not configured" not in err
+    state = load_checkpoint(run / "SoccerTwos" / "checkpoint.pt")
+    assert state["trainer_type"] == "poca" and state["update_count"] >= 2
+    self_play = state[SELF_PLAY_STATE_KEY]
+    assert self_play["controller"]["learning_team"] == 1  # the team changed once
+    assert self_play["ghost_step"] > 0 and len(self_play["snapshots"]) == 3
+    scalars = tensorboard_scalars(run / "SoccerTwos")
+    for tag in ("Self-play/ELO", "Losses/Baseline Loss", "Environment/Group Cumulative Reward"):
+        assert tag in scalars and all(np.isfinite(scalars[tag]))
+    session = onnxruntime.InferenceSession(str(run / "SoccerTwos.onnx"))
+    assert {i.name for i in session.get_inputs()} >= {"obs_0", "action_masks"}
