@@ -64,6 +64,7 @@ from trainers.game_fronts import (
     apply_env_params,
 )
 from trainers.settings import ConfigError
+from unity_gym.side_channels import EnvironmentStats
 
 __all__ = [
     "GROUP_ID_SPAN",
@@ -112,6 +113,8 @@ class BehaviorStep:
         group_rewards: each slot's group reward of this step (already included in
             ``rewards``, as ML-Agents' extrinsic signal adds it for PPO and SAC); ``None``
             when the manager does not report groups.
+        slots: the behavior's slot index of each row (its slot group's slots, in slot order);
+            ``None`` = every slot of the behavior, in order.
     """
 
     observations: list[np.ndarray]
@@ -126,6 +129,7 @@ class BehaviorStep:
     group: int = 0
     group_ids: np.ndarray | None = None
     group_rewards: np.ndarray | None = None
+    slots: np.ndarray | None = None
 
     @property
     def done(self) -> np.ndarray:
@@ -277,11 +281,12 @@ class EnvManager:
         envs: Sequence[ParallelEnv[str, Any, Any]],
         trainer_name: TrainerNamer = default_trainer_name,
         self_play: Callable[[str], bool] | None = None,
+        asynchronous: bool = True,
     ) -> EnvManager:
         """A manager of PettingZoo parallel envs, one per game process (see
-        :class:`~trainers.game_fronts.PettingZooFront`). If this raises, the envs are left open
-        for the caller to close."""
-        return cls(PettingZooFront(envs), trainer_name, self_play)
+        :class:`~trainers.game_fronts.PettingZooFront`, also for ``asynchronous``). If this
+        raises, the envs are left open for the caller to close."""
+        return cls(PettingZooFront(envs, asynchronous), trainer_name, self_play)
 
     def _group_parts(self, group: int) -> dict[str, _GroupPart]:
         """Each trainer's share of ``group`` (trainers without slots there are left out)."""
@@ -428,6 +433,10 @@ class EnvManager:
         False when the environment cannot take them."""
         return self.front.set_env_params(params)
 
+    def take_game_stats(self) -> EnvironmentStats:
+        """The games' own statistics (Unity's ``StatsRecorder``) since the previous call."""
+        return self.front.take_stats()
+
     def close(self) -> None:
         """Close the games."""
         self.front.close()
@@ -476,6 +485,7 @@ class EnvManager:
             group=group,
             group_ids=group_ids,
             group_rewards=rows.group_rewards,
+            slots=slots,
         )
         step.episodes = _track_episodes(trainee, slots, step)
         return step

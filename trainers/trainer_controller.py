@@ -113,6 +113,7 @@ class TrainerController:
         while not self.stop_requested and not self.all_done:
             with hierarchical_timer("TrainerController.advance"):
                 received = self._record(manager.receive_ready())
+                self._record_game_stats()
                 if any(t.update_due and t.update_needs_settled_groups for t in trainers.values()):
                     with hierarchical_timer("settle_groups"):
                         while manager.in_flight:
@@ -213,6 +214,14 @@ class TrainerController:
             for name, step in steps.items():
                 self.trainers[name].observe(step)
         return groups
+
+    def _record_game_stats(self) -> None:
+        """Every trainer records the games' own statistics (as ML-Agents, each behavior's
+        TensorBoard gets all of them)."""
+        stats = self.env_manager.take_game_stats()
+        if stats:
+            for trainer in self.trainers.values():
+                trainer.context.stats.add_game_stats(stats)
 
     def _decide_and_send(self, groups: list[dict[str, BehaviorStep]]) -> None:
         """Each trainer decides for its slots of all ``groups`` at once; then each group is sent."""

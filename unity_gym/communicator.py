@@ -328,6 +328,11 @@ class Communicator:
         while True:
             # Wake up at least every _SIGNAL_CHECK_S: a Ctrl-C delivered to another thread of
             # the process only reaches Python code when the main thread runs again.
+            if self._stopped or self._relay.closed:  # closed by another thread meanwhile
+                raise UnityCommunicatorStoppedException(
+                    "Communicator has exited: the environment was closed while it waited for "
+                    "the game."
+                )
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._timeout_error(stage)

@@ -6,6 +6,8 @@ import functools
 import logging
 import os
 import signal
+import threading
+import time
 import types
 from typing import Any
 
@@ -304,6 +306,39 @@ def test_a_hung_game_times_out_and_is_restarted() -> None:
         assert [first[agent][STEP] for agent in STRESS_PAIR] == [1, 1]
     finally:
         game.close()
+
+
+def test_closing_while_another_thread_steps_stops_at_once_without_a_restart() -> None:
+    # the game hangs in its 2nd step: the stepping thread waits until the env is closed
+    before = live_child_pids()
+    game = UnityParallelEnv(
+        scene="Stress", num_agents=2, scene_options={"hang_after": 2}, timeout_wait=60
+    )
+    outcome: dict[str, BaseException | None] = {}
+
+    def step() -> None:
+        try:
+            game.step(HALF)
+            outcome["error"] = None
+        except BaseException as error:
+            outcome["error"] = error
+
+    try:
+        game.reset()
+        game.step(HALF)
+        stepping = threading.Thread(target=step)
+        stepping.start()
+        time.sleep(0.5)  # the step is waiting for the hung game
+        assert stepping.is_alive()
+    finally:
+        closed_at = time.monotonic()
+        game.close()
+    stepping.join(timeout=10)
+    assert not stepping.is_alive() and time.monotonic() - closed_at < 10  # not timeout_wait
+    assert isinstance(outcome["error"], UnityEnvironmentException)
+    assert "closed while it waited for its game" in str(outcome["error"])
+    assert game.restart_count == 0
+    assert wait_until_gone(live_child_pids() - before) == set()  # nothing relaunched
 
 
 def test_a_game_killed_before_reset_is_restarted_within_the_rate_limit() -> None:

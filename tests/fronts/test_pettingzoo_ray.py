@@ -26,6 +26,7 @@ from unity_gym.pettingzoo import (
     parallel_env,
     ray_parallel_env,
 )
+from unity_gym.side_channels import StatsAggregationMethod
 from unity_gym.vector.backends.ray_pool import RayPlacementError
 
 ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "unity-gym[ray]")')
@@ -259,6 +260,24 @@ def test_game_crash_inside_the_actor_is_restarted_there(make_env: Any) -> None:
     assert (env.game_location, env._actor) == (location, actor)
     env.reset()
     assert env.agents == env.possible_agents
+
+
+def test_game_stats_come_back_from_the_actor(make_env: Any) -> None:
+    # Stress rewards the first action component and ends episodes after episode_length steps;
+    # the player reports each episode's return and length (AVERAGE) on the stats channel.
+    env = make_env(scene="Stress", num_agents=2, scene_options={"episode_length": 2})
+    env.reset()
+    assert env.get_and_reset_stats() == {}
+    half = dict.fromkeys(env.agents, np.full(2, 0.5, dtype=np.float32))
+    env.step(half)
+    *_, terminations, _, _ = env.step(half)
+    assert all(terminations.values())
+    average = StatsAggregationMethod.AVERAGE
+    assert env.get_and_reset_stats() == {
+        "Player/Cumulative Reward/Stress?team=0": [(1.0, average)] * 2,
+        "Player/Episode Length/Stress?team=0": [(2.0, average)] * 2,
+    }
+    assert env.get_and_reset_stats() == {}
 
 
 def test_lost_actor_beyond_the_limits_closes_and_raises(make_env: Any) -> None:

@@ -1,6 +1,8 @@
 """Hallway: the wire contract seen by the official peer (stacked ray and step sensors), the symbol
 seen only near the start (so far from it two symbols look the same), goal rewards, the step
-penalty, the 3000-step interruption and a privileged heuristic that clearly beats chance."""
+penalty, the 3000-step interruption, Unity's push / drag / friction movement, no passing through
+walls, the symbol block or the goals at top speed, and a privileged heuristic that clearly beats
+chance."""
 
 from __future__ import annotations
 
@@ -11,7 +13,14 @@ import numpy as np
 import pytest
 from scene_harness import idle_policy, play, player_alive, random_policy, terminal_reports
 
-from unity_gym.player.scenes.hallway import GOAL_Y, MAX_STEP, O_SYMBOL, X_SYMBOL, HallwayScene
+from unity_gym.player.scenes.hallway import (
+    GOAL_Y,
+    MAX_STEP,
+    O_SYMBOL,
+    TOP_SPEED,
+    X_SYMBOL,
+    HallwayScene,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -201,3 +210,104 @@ def test_official_peer_plays_hallway(peer: Callable[..., Any]) -> None:
     for index, values in enumerate(result["steps"]):
         np.testing.assert_allclose(values, (1 + 6 * index) / 3000, rtol=1e-5)
     assert result["code"] == 0 and not player_alive(result["pid"])
+
+
+def _forward_policy(
+    scene: Any, batch: Any, slots: np.ndarray, obs: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """Action 1 (forward) for every agent."""
+    return np.zeros((slots.size, 0), np.float32), np.ones((slots.size, 1), np.int32)
+
+
+def test_pushes_drag_and_friction_follow_unity() -> None:
+    """A push adds 1.5 units/s along the facing every step; PhysX drag keeps 0.96 of the speed
+    and friction takes 0.6 * 19.62 * 0.02 off, so holding forward levels off near 30 units/s;
+    turning leaves the world-frame velocity alone."""
+    chosen = {"action": 1}
+
+    def policy(scene: Any, batch: Any, slots: np.ndarray, obs: Any) -> Any:
+        return np.zeros((slots.size, 0), np.float32), np.full((slots.size, 1), chosen["action"])
+
+    played = play(HallwayScene, seed=6, policy=policy)
+    played.step()
+    scene = played.scene
+    scene.symbol_position[:] = [0.0, 0.0]
+    scene.position[:] = [-8.0, -24.0]  # a clear run up the left side to the goal there
+    scene.heading[:] = np.pi / 2
+    scene.velocity[:] = 0.0
+    speed, y = 0.0, -24.0
+    for _ in range(65):  # steps 2-66; the next decision is at step 67
+        played.step()
+        speed = max((speed + 1.5) * 0.96 - 0.6 * 19.62 * 0.02, 0.0)
+        y += speed * 0.02
+        np.testing.assert_allclose(scene.velocity, np.tile([0.0, speed], (16, 1)), atol=1e-9)
+        np.testing.assert_allclose(scene.position[:, 1], y, atol=1e-9)
+    assert 27.0 < speed < TOP_SPEED and abs(TOP_SPEED - 30.11) < 0.01
+    assert not terminal_reports(played.academy)
+    chosen["action"] = 3  # turn right for one decision: 3 degrees a step, velocity unchanged
+    for _ in range(6):
+        played.step()
+        speed = speed * 0.96 - 0.6 * 19.62 * 0.02
+    np.testing.assert_allclose(scene.velocity, np.tile([0.0, speed], (16, 1)), atol=1e-9)
+    np.testing.assert_allclose(scene.heading, np.pi / 2 - np.radians(18.0), atol=1e-9)
+
+
+def _gap_to_box(centres: np.ndarray, box: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Distance from each centre to an axis-aligned box (0 inside it)."""
+    closest = np.clip(centres, box - half, box + half)
+    return np.sqrt(((centres - closest) ** 2).sum(axis=1))
+
+
+def test_top_speed_never_carries_the_agent_through_walls_block_or_goals() -> None:
+    played = play(HallwayScene, seed=7, policy=_forward_policy)
+    played.step()
+    scene = played.scene
+    scene.symbol[:] = O_SYMBOL
+    scene.symbol_position[:] = [0.0, -5.0]  # the block spans x in [-2, 2], y in [-5.5, -4.5]
+    scene.o_goal_x[:] = 7.0  # the O goal spans x in [5, 9], y from 20.29
+    # (start, heading, where the agent comes to rest: (axis, value) or None for a goal touch)
+    runs = [
+        ((0.0, -15.0), 0.0, (0, 9.0)),  # the right wall
+        ((0.0, -15.0), np.pi, (0, -9.0)),  # the left wall
+        ((0.0, -15.0), -np.pi / 2, (1, -24.25)),  # the back wall
+        ((0.0, -15.0), np.pi / 2, (1, -6.0)),  # the symbol block from below
+        ((0.0, 5.0), -np.pi / 2, (1, -4.0)),  # ... from above
+        ((-8.0, -5.0), 0.0, (0, -2.5)),  # ... from the left
+        ((8.0, -5.0), np.pi, (0, 2.5)),  # ... from the right
+        ((-6.0, -9.0), np.pi / 4, None),  # ... at its corner
+        ((7.0, 10.0), np.pi / 2, None),  # the O goal from below
+        ((0.0, 22.29), 0.0, None),  # the O goal from its side
+    ]
+    runs += runs[:6]
+    start = np.array([run[0] for run in runs])
+    scene.position[:] = start
+    scene.heading[:] = [run[1] for run in runs]
+    # Areas 10-15 repeat the first six runs at 3x the top speed (1.8 units a step, more than
+    # the block is deep): the margin of the collision sub-steps.
+    speed = np.where(np.arange(16) < 10, TOP_SPEED, 3.0 * TOP_SPEED)
+    scene.velocity[:] = _unit_vectors(scene.heading) * speed[:, None]
+    ids = played.academy.batch("Hallway").ids.copy()
+    ended: dict[int, float] = {}
+    box_half = np.array([2.0, 0.5])
+    for _ in range(40):
+        played.step()
+        for t in terminal_reports(played.academy):
+            ended.setdefault(t.agent_id, t.reward)
+        position = scene.position
+        assert (np.abs(position) <= [9.0 + 1e-9, 24.25 + 1e-9]).all()
+        assert (_gap_to_box(position, scene.symbol_position, box_half) >= 0.5 - 1e-9).all()
+        for centres in np.moveaxis(scene.goal_centres(np.arange(16)), 1, 0):
+            assert (_gap_to_box(position, centres, np.array([2.0, 2.0])) >= 0.5 - 1e-9).all()
+    # Both goal runs ended their episodes at the right goal; nobody else touched one.
+    assert ended == {int(ids[8]): pytest.approx(1.0), int(ids[9]): pytest.approx(1.0)}
+    for area, (_, _, rest) in enumerate(runs):
+        if rest is None:
+            continue
+        axis, value = rest
+        assert scene.position[area, axis] == pytest.approx(value, abs=1e-9), area
+        assert scene.velocity[area, axis] == 0.0, "the obstacle took the velocity into it"
+        assert scene.position[area, 1 - axis] == pytest.approx(start[area, 1 - axis], abs=1e-9)
+
+
+def _unit_vectors(angles: np.ndarray) -> np.ndarray:
+    return np.stack([np.cos(angles), np.sin(angles)], axis=-1)

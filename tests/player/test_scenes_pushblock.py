@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scene_harness import play, player_alive, random_policy, terminal_reports
+from scene_harness import idle_policy, play, player_alive, random_policy, terminal_reports
 
-from unity_gym.player.scenes.pushblock import SPAWN_HALF, PushBlockScene
+from unity_gym.player.scenes.pushblock import ARENA_HALF, SPAWN_HALF, PushBlockScene
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -121,6 +121,99 @@ def test_heuristic_delivers_blocks_far_more_often_than_chance() -> None:
     chance.step(1500)
     assert scripted.scene.goals >= 40
     assert scripted.scene.goals > 10 * max(chance.scene.goals, 1)
+
+
+def _forward(scene: Any, batch: Any, slots: np.ndarray, obs: Any) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((slots.size, 0), np.float32), np.ones((slots.size, 1), np.int32)
+
+
+def _clear(scene: Any, agent_x: float) -> None:
+    """Every area: agent at ``(agent_x, -4)`` facing ``+x`` at rest, block out of the way."""
+    scene.agent_position[:] = [agent_x, -4.0]
+    scene.heading[:] = 0.0
+    scene.agent_velocity[:] = 0.0
+    scene.block_position[:] = [0.0, -9.0]
+    scene.block_velocity[:] = 0.0
+
+
+def test_motion_follows_unity_velocity_change_drag_and_friction() -> None:
+    played = play(PushBlockScene, seed=5, policy=_forward)
+    played.step()
+    scene = played.scene
+    _clear(scene, -11.0)
+    # agentRunSpeed 3 per step, drag 4 (0.92 kept), friction (0.6 + 0) / 2 with g = 9.81 * 2.5.
+    loss = 0.3 * 9.81 * 2.5 * 0.02
+    speed = travelled = 0.0
+    for _ in range(30):
+        played.step()
+        speed = (speed + 3.0) * 0.92 - loss
+        travelled += speed * 0.02
+        np.testing.assert_allclose(scene.agent_velocity[:, 0], speed, rtol=1e-9)
+        np.testing.assert_allclose(scene.agent_velocity[:, 1], 0.0, atol=1e-9)
+        np.testing.assert_allclose(scene.agent_position[:, 0], -11.0 + travelled, rtol=1e-9)
+    assert 29.0 < speed < 31.0, "about 30 units/s after 30 steps (top speed about 32.7)"
+    # Ground friction follows ``dynamic_friction``: (0.6 + 0.6) / 2 on a sticky ground.
+    sticky = play(PushBlockScene, seed=5, policy=_forward, parameters={"dynamic_friction": 0.6})
+    sticky.step()
+    _clear(sticky.scene, -11.0)
+    sticky.step()
+    np.testing.assert_allclose(
+        sticky.scene.agent_velocity[:, 0], 3.0 * 0.92 - 0.6 * 9.81 * 2.5 * 0.02
+    )
+
+
+def test_block_slides_on_with_its_own_drag_and_friction() -> None:
+    played = play(PushBlockScene, seed=5, policy=idle_policy)
+    played.step()
+    scene = played.scene
+    _clear(scene, -11.0)
+    scene.block_position[:] = [0.0, 0.0]
+    scene.block_velocity[:] = [10.0, 0.0]
+    played.step()
+    # block_drag 0.5 keeps 0.99; friction 0.3 * 24.525 * 0.02 comes off.
+    np.testing.assert_allclose(scene.block_velocity[:, 0], 10.0 * 0.99 - 0.3 * 9.81 * 2.5 * 0.02)
+    played.step(200)
+    np.testing.assert_array_equal(scene.block_velocity, 0.0)
+    assert 4.0 < scene.block_position[0, 0] < 5.5, "it stops by itself, well before the wall"
+
+
+def test_top_speed_agent_stops_at_walls_and_blocks_without_passing_through() -> None:
+    played = play(PushBlockScene, seed=6, policy=_forward)
+    played.step()
+    scene = played.scene
+    _clear(scene, -11.0)
+    limit = ARENA_HALF - 0.5
+    fastest = 0.0
+    for _ in range(60):
+        played.step()
+        fastest = max(fastest, float(scene.agent_velocity[0, 0]))
+        assert (scene.agent_position[:, 0] <= limit).all(), "never beyond the wall"
+    assert fastest > 25.0, "it hit the wall close to top speed (0.5+ units per step)"
+    np.testing.assert_allclose(scene.agent_position[:, 0], limit)
+    np.testing.assert_array_equal(scene.agent_velocity[:, 0], 0.0)
+    # A block against the far wall cannot give way: the agent stops at its face.
+    _clear(scene, -11.0)
+    scene.block_position[:] = [ARENA_HALF - 1.0, -4.0]
+    for _ in range(60):
+        played.step()
+        assert (scene.agent_position[:, 0] <= ARENA_HALF - 2.5 + 1e-9).all(), "not into the block"
+        np.testing.assert_allclose(scene.block_position[:, 0], ARENA_HALF - 1.0)
+    np.testing.assert_allclose(scene.agent_position[:, 0], ARENA_HALF - 2.5)
+
+
+def test_pushing_shares_the_agent_speed_with_the_block() -> None:
+    played = play(PushBlockScene, seed=6, policy=_forward)
+    played.step()
+    scene = played.scene
+    _clear(scene, -11.0)
+    scene.agent_velocity[:] = [20.0, 0.0]
+    scene.block_position[:] = [-9.4, -4.0]  # its face 0.1 ahead of the agent's disc
+    played.step()
+    # Equal masses (10 and 10): after the contact both move at the mean of their speeds.
+    agent, block = scene.agent_velocity[0, 0], scene.block_velocity[0, 0]
+    assert agent == pytest.approx(block, abs=1e-9)
+    assert 10.0 < block < 13.0
+    assert scene.block_position[0, 0] - scene.agent_position[0, 0] >= 1.5 - 1e-9
 
 
 PEER_PUSHBLOCK = """

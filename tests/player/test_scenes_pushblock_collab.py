@@ -166,7 +166,7 @@ def test_a_block_moves_only_with_enough_pushers(block: int, pushers: int, moves:
     for agent in range(pushers):
         scene.agent_position[0, agent] = [lanes[agent], start[1] - half - 0.6]
     scene.heading[0] = np.pi / 2  # facing the goal (+y)
-    played.step(60)
+    played.step(25)  # fast agents: the block must not reach the goal yet
     moved = scene.block_position[0, block] - start
     if moves:
         assert moved[1] > 2.0 and abs(moved[0]) < 0.5
@@ -174,6 +174,34 @@ def test_a_block_moves_only_with_enough_pushers(block: int, pushers: int, moves:
         np.testing.assert_allclose(moved, 0.0, atol=1e-9)
         pushing = scene.agent_position[0, :pushers, 1]
         assert (pushing < start[1] - half - 0.49).all(), "the pushers stay outside the block"
+
+
+def test_a_lone_agent_at_top_speed_stops_at_blocks_it_cannot_move() -> None:
+    def forward(scene: Any, batch: Any, slots: np.ndarray, obs: Any) -> Any:
+        return np.zeros((slots.size, 0), np.float32), np.ones((slots.size, 1), np.int32)
+
+    played = play(PushBlockCollabScene, seed=1, policy=forward, num_agents=3)
+    played.step()
+    scene = played.scene
+    scene.active[0] = False
+    scene.active[0, [SMALL, VERY_LARGE]] = True
+    # A very large block in the middle and a small one against the right wall.
+    scene.block_position[0, VERY_LARGE] = [0.0, -6.0]
+    scene.block_position[0, SMALL] = [ARENA_HALF - 0.5, 2.0]
+    scene.block_velocity[0] = 0.0
+    scene.agent_position[0] = [[-11.0, -6.0], [-11.0, 2.0], [0.0, -11.0]]
+    scene.agent_velocity[0] = 0.0
+    scene.heading[0] = [0.0, 0.0, np.pi]  # two run towards +x, one stays at the bottom
+    fastest = 0.0
+    for _ in range(60):
+        played.step()
+        fastest = max(fastest, float(scene.agent_velocity[0, :2, 0].max()))
+        assert scene.agent_position[0, 0, 0] <= -1.5 - 0.5 + 1e-9, "not into the very large block"
+        assert scene.agent_position[0, 1, 0] <= ARENA_HALF - 1.5 + 1e-9, "not into the small block"
+    assert fastest > 25.0, "they hit the blocks near top speed (about 32 units/s)"
+    np.testing.assert_allclose(scene.block_position[0, VERY_LARGE], [0.0, -6.0])
+    np.testing.assert_allclose(scene.block_position[0, SMALL], [ARENA_HALF - 0.5, 2.0])
+    np.testing.assert_allclose(scene.agent_position[0, :2, 0], [-2.0, ARENA_HALF - 1.5])
 
 
 def _one_view(scene: Any, heading: float) -> np.ndarray:

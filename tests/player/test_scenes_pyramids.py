@@ -25,6 +25,7 @@ from unity_gym.player.scenes.pyramids import (
     SPAWN_RANGE,
     STANDING,
     TOPPLED,
+    WALLS,
     PyramidsScene,
 )
 
@@ -37,6 +38,12 @@ RAY_VALUES = 8
 
 def _forward(scene: Any, batch: Any, slots: np.ndarray, obs: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros((slots.size, 0), np.float32), np.ones((slots.size, 1), np.int32)
+
+
+def _turn_left(
+    scene: Any, batch: Any, slots: np.ndarray, obs: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((slots.size, 0), np.float32), np.full((slots.size, 1), 4, np.int32)
 
 
 def _rays(observation: np.ndarray) -> np.ndarray:
@@ -80,7 +87,8 @@ def test_ray_and_vector_layouts_during_play() -> None:
         vector = observation[3]
         assert set(np.unique(vector[:, 0])) <= {0.0, 1.0}
         assert (vector[:, 2] == 0).all(), "no vertical velocity in the plane"
-        assert (np.hypot(vector[:, 1], vector[:, 3]) < 12.0).all()
+        # Drag 2 keeps 0.96 per step: (v + 2) * 0.96 = v bounds the speed by 48.
+        assert (np.hypot(vector[:, 1], vector[:, 3]) < 48.0).all()
     assert tags_seen[1] > 0 and tags_seen[5] > 0, "walls and stone pyramids are seen"
     assert tags_seen[3] > 0, "switches (off) are seen"
 
@@ -95,11 +103,12 @@ def test_ray_distances_tags_and_local_velocity() -> None:
     scene.switch_position[:] = [-40.0, 40.0]
     scene.pyramid_state[:] = NO_PYRAMID
     scene.switch_on[:] = False
+    # Agent 1 faces the outer wall at x = 49.5.
     scene.agent_position[slots] = [[0.0, 0.0], [20.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
     scene.heading[slots] = [np.pi / 2, 0.0, np.pi, -np.pi / 2]
     scene.agent_velocity[slots] = [[0.0, 3.0], [0.0, 2.0], [0.0, 0.0], [0.0, 0.0]]
     scene.stone_positions[0, 0] = [0.0, 6.0]  # face at y = 4.5
-    scene.switch_position[2] = [-10.0, 0.0]  # face at x = -9
+    scene.switch_position[2] = [-10.0, 0.0]  # face at x = -8 (half 2)
     scene.pyramid_state[3] = STANDING
     scene.pyramid_position[3] = [0.0, -5.0]  # face at y = -3.5
 
@@ -114,20 +123,122 @@ def test_ray_distances_tags_and_local_velocity() -> None:
     # Sphere casts of radius 0.5, 35 long: hit distances are 0.5 short of the faces.
     rays = forward_rays()
     np.testing.assert_allclose(rays[0], [0, 0, 0, 0, 0, 1, 0, 4.0 / 35], atol=1e-6)
-    np.testing.assert_allclose(rays[1], [0, 1, 0, 0, 0, 0, 0, 24.5 / 35], atol=1e-6)
-    np.testing.assert_allclose(rays[2], [0, 0, 0, 1, 0, 0, 0, 8.5 / 35], atol=1e-6)
+    np.testing.assert_allclose(rays[1], [0, 1, 0, 0, 0, 0, 0, 29.0 / 35], atol=1e-6)
+    np.testing.assert_allclose(rays[2], [0, 0, 0, 1, 0, 0, 0, 7.5 / 35], atol=1e-6)
     np.testing.assert_allclose(rays[3], [1, 0, 0, 0, 0, 0, 0, 3.0 / 35], atol=1e-6)
     scene.switch_on[2] = True
     scene.pyramid_state[3] = TOPPLED
     scene.gold_position[3] = [0.0, -5.0]  # face at y = -4.5
     rays = forward_rays()
-    np.testing.assert_allclose(rays[2], [0, 0, 0, 0, 1, 0, 0, 8.5 / 35], atol=1e-6)
+    np.testing.assert_allclose(rays[2], [0, 0, 0, 0, 1, 0, 0, 7.5 / 35], atol=1e-6)
     np.testing.assert_allclose(rays[3], [0, 0, 1, 0, 0, 0, 0, 4.0 / 35], atol=1e-6)
     # Vector: switch state, then the velocity in the agent's frame (right, up, forward).
     vector = scene.collect_observations(batch, slots)[3]
     np.testing.assert_allclose(vector[0], [0, 0, 0, 3], atol=1e-6)
     np.testing.assert_allclose(vector[1], [0, -2, 0, 0], atol=1e-6)
     np.testing.assert_allclose(vector[2], [1, 0, 0, 0], atol=1e-6)
+
+
+def _clear_the_areas(scene: Any) -> None:
+    """Stones and switches of every area out of the way (in the top-left and top-right rooms)."""
+    scene.stone_positions[:] = [-40.0, 40.0]
+    scene.switch_position[:] = [40.0, 40.0]
+    scene.switch_on[:] = False
+    scene.pyramid_state[:] = NO_PYRAMID
+    scene.pyramid_cell[:] = 6  # spawned pyramids land around (30, -30)... far from the tests
+
+
+def test_motion_follows_unity_drag_friction_and_a_world_frame_velocity() -> None:
+    played = play(PyramidsScene, seed=7, policy=_forward)
+    played.step()
+    scene = played.scene
+    _clear_the_areas(scene)
+    scene.pyramid_cell[:] = 8
+    scene.agent_position[:] = [-45.0, -30.0]
+    scene.heading[:] = 0.0
+    scene.agent_velocity[:] = 0.0
+    speed = travelled = 0.0
+    for _ in range(25):
+        played.step()
+        # +2 per step, 0.96 kept (drag 2), then 0.6 * 9.81 * 0.02 of friction; then the move.
+        speed = (speed + 2.0) * 0.96 - 0.6 * 9.81 * 0.02
+        travelled += speed * 0.02
+        np.testing.assert_allclose(scene.agent_velocity[:, 0], speed, rtol=1e-9)
+        np.testing.assert_allclose(scene.agent_velocity[:, 1], 0.0, atol=1e-9)
+        np.testing.assert_allclose(scene.agent_position[:, 0], -45.0 + travelled, rtol=1e-9)
+    assert 28.0 < speed < 30.0, "about 29 units/s after 25 steps (top speed about 45)"
+
+    # Turning does not rotate the velocity (a Rigidbody's velocity is in the world frame), and
+    # friction stops a slow agent without reversing it.
+    played = play(PyramidsScene, seed=7, policy=_turn_left)
+    played.step()
+    scene = played.scene
+    _clear_the_areas(scene)
+    scene.agent_position[:] = [-30.0, -30.0]
+    scene.heading[:] = 0.0
+    scene.agent_velocity[:] = [0.0, 1.0]
+    played.step(10)
+    np.testing.assert_allclose(scene.heading, np.radians(40.0))
+    np.testing.assert_array_equal(scene.agent_velocity, 0.0)
+    scene.agent_velocity[:] = [10.0, 0.0]
+    played.step(3)
+    assert (scene.agent_velocity[:, 0] > 0.0).all()
+    np.testing.assert_allclose(scene.agent_velocity[:, 1], 0.0, atol=1e-9)
+
+
+#: Top-speed runs at walls and obstacles: (start, unit direction, face the agent's centre must
+#: not pass along that direction). Faces are the wall line or box side minus the radius 0.5.
+_WALL_RUNS = [
+    ((44.0, -30.0), (1.0, 0.0), 49.0),  # outer wall x = 49.5
+    ((-30.0, -44.0), (0.0, -1.0), 49.0),  # outer wall y = -49.5
+    ((12.0, 11.0), (0.0, 1.0), 16.06),  # cross arm y = 16.56 (from below)
+    ((20.0, 22.0), (0.0, -1.0), -17.06),  # the same arm from above
+    ((10.0, 13.0), (1.0, 0.0), 16.05),  # cross arm x = 16.55
+    ((-20.0, -22.0), (1.0, 0.0), -17.05),  # cross arm x = -16.55 (from the left)
+    ((42.0, 11.0), (0.0, 1.0), 16.0),  # stub y = 16.5, x from 35 to 49.5
+    ((-42.0, -22.0), (0.0, 1.0), -17.0),  # stub y = -16.5 (from below)
+    ((11.0, 42.0), (1.0, 0.0), 16.0),  # stub x = 16.5, y from 35 to 49.5
+    ((-11.0, -42.0), (-1.0, 0.0), 16.0),  # stub x = -16.5
+]
+
+
+def test_agents_at_top_speed_stay_on_their_side_of_walls_and_obstacles() -> None:
+    played = play(PyramidsScene, seed=11, policy=_forward)
+    played.step()
+    scene = played.scene
+    _clear_the_areas(scene)
+    runs = list(_WALL_RUNS)
+    # Boxes: a stone pyramid (half 1.5), the switch (half 2) and a standing pyramid (half 1.5).
+    stone, switch, pyramid = len(runs), len(runs) + 1, len(runs) + 2
+    scene.stone_positions[stone, 0] = [-30.0, 0.0]
+    runs.append(((-36.0, 0.0), (1.0, 0.0), -32.0))
+    scene.switch_position[switch] = [0.0, -30.0]
+    runs.append(((0.0, -37.0), (0.0, 1.0), -32.5))
+    scene.switch_on[pyramid] = True
+    scene.pyramid_state[pyramid] = STANDING
+    scene.pyramid_position[pyramid] = [30.0, 0.0]
+    runs.append(((30.0, -7.0), (0.0, 1.0), -2.0))
+    areas = np.arange(len(runs))
+    direction = np.array([run[1] for run in runs])
+    face = np.array([run[2] for run in runs])
+    scene.agent_position[areas] = [run[0] for run in runs]
+    scene.heading[areas] = np.arctan2(direction[:, 1], direction[:, 0])
+    scene.agent_velocity[areas] = 45.0 * direction
+    # No wall of the runs above is missing from the scene's walls: each run starts clear.
+    assert ((scene.agent_position[areas] * direction).sum(axis=1) < face - 2.0).all()
+    assert len(WALLS) == 4 + 8 + 8
+    reached = np.zeros(len(runs), dtype=bool)
+    for _ in range(20):
+        standing = scene.pyramid_state[pyramid] == STANDING
+        played.step()
+        ahead = (scene.agent_position[areas] * direction).sum(axis=1)
+        checked = areas != pyramid if not standing else areas >= 0
+        assert (ahead[checked] <= face[checked] + 1e-9).all(), ahead - face
+        reached |= ahead >= face - 1e-6
+        if not standing:
+            break
+    assert reached.all(), "every agent ran into its wall or obstacle"
+    assert scene.switch_on[switch] and scene.pyramid_state[pyramid] == TOPPLED
 
 
 def test_switch_spawns_one_pyramid_per_episode() -> None:
@@ -138,12 +249,12 @@ def test_switch_spawns_one_pyramid_per_episode() -> None:
     area = np.array([0])
 
     def run_at_the_switch() -> None:
-        scene.agent_position[0] = scene.switch_position[0] - [2.5, 0.0]
+        scene.agent_position[0] = scene.switch_position[0] - [3.5, 0.0]
         scene.agent_velocity[0] = 0.0
         scene.heading[0] = 0.0
         played.step(30)
         gap = np.abs(scene.agent_position[0] - scene.switch_position[0]).max()
-        assert gap <= 1.0 + 0.5 + 1e-6, "the agent ran into the switch"
+        assert gap <= 2.0 + 0.5 + 1e-6, "the agent ran into the switch"
 
     assert not scene.switch_on[0] and scene.pyramid_state[0] == NO_PYRAMID
     assert scene.collect_observations(batch, area)[3][0, 0] == 0.0

@@ -282,7 +282,7 @@ def test_tennis_teams_share_one_trainer_and_finished_slots_wait_for_the_reset(
     envs = _games(2, 11, RecordingEnv, scene="Tennis", num_areas=3)
     try:
         with caplog.at_level(logging.WARNING):
-            manager = EnvManager.for_parallel_envs(envs)
+            manager = EnvManager.for_parallel_envs(envs, asynchronous=False)
         assert sum(SELF_PLAY_WARNING in r.message for r in caplog.records) == 1
         assert manager.behavior_names == ["Tennis"]
         assert manager.behavior_ids == {"Tennis": ["Tennis?team=0", "Tennis?team=1"]}
@@ -311,7 +311,7 @@ def test_soccer_twos_masks_dict_observations_and_group_rewards() -> None:
     options = {"kickoff": "shot_blue", "max_environment_steps": 60}
     envs = _games(1, 3, RecordingEnv, scene="SoccerTwos", scene_options=options)
     try:
-        manager = EnvManager.for_parallel_envs(envs)
+        manager = EnvManager.for_parallel_envs(envs, asynchronous=False)
         assert manager.behavior_names == ["SoccerTwos"]
         slots = manager.behaviors["SoccerTwos"]
         assert slots.num_slots == 4  # one field: two agents per team
@@ -339,7 +339,7 @@ def test_two_behavior_names_get_two_trainers_with_exact_episodes(
     try:
         with caplog.at_level(logging.WARNING):
             manager = EnvManager.for_parallel_envs(
-                envs, trainer_name=lambda names: f"key:{names[0]}"
+                envs, trainer_name=lambda names: f"key:{names[0]}", asynchronous=False
             )
         assert not any(SELF_PLAY_WARNING in r.message for r in caplog.records)
         assert manager.behavior_names == ["key:Hider", "key:Seeker"]
@@ -404,7 +404,7 @@ def test_a_crashed_game_truncates_its_slots_and_the_manager_plays_on(
                                 scene_options=scene_options)  # fmt: skip
             games.append(game)
             envs.append(RecordingEnv(game))
-        manager = EnvManager.for_parallel_envs(envs)
+        manager = EnvManager.for_parallel_envs(envs, asynchronous=False)
         assert manager.slot_agents["Stress"] == [
             (0, "Stress_0"), (0, "Stress_1"), (1, "Stress_0"), (1, "Stress_1")
         ]  # fmt: skip
@@ -474,7 +474,7 @@ def test_several_games_step_at_the_same_time_and_results_keep_env_order() -> Non
     # Each Academy step of these games takes 0.2 s; one manager step is one Academy step.
     envs = _stress_games([{"step_time": 0.2}, {"step_time": 0.2}])
     try:
-        manager = EnvManager.for_parallel_envs(envs)
+        manager = EnvManager.for_parallel_envs(envs, asynchronous=False)
         book = Bookkeeping(manager, envs)
         current = manager.reset(7)
         book.check_reset(7, current)
@@ -495,7 +495,7 @@ def test_several_games_step_at_the_same_time_and_results_keep_env_order() -> Non
 def test_a_failing_game_is_raised_after_the_other_games_finished_their_step() -> None:
     # Game 0 crashes in its 2nd step and may not restart; game 1 is slow but healthy.
     envs = _stress_games([{"crash_after": 2}, {"step_time": 0.3}], max_lifetime_restarts=0)
-    manager = EnvManager.for_parallel_envs(envs)
+    manager = EnvManager.for_parallel_envs(envs, asynchronous=False)
     try:
         manager.reset(7)
         decisions = {"Stress": PolicyDecision(np.zeros((4, 2), np.float32), None)}
@@ -504,5 +504,42 @@ def test_a_failing_game_is_raised_after_the_other_games_finished_their_step() ->
             manager.step(decisions)
         assert len(envs[1].calls) == 2  # its second step completed before the error surfaced
         assert envs[1].log[-1]["kind"] == "step"
+    finally:
+        manager.close()
+
+
+def test_asynchronous_games_are_groups_that_step_on_their_own() -> None:
+    # Game 1's Academy steps take 0.25 s, game 0's are quick: game 0 plays on meanwhile.
+    envs = _stress_games([{}, {"step_time": 0.25}])
+    manager = EnvManager.for_parallel_envs(envs)  # asynchronous by default
+    try:
+        assert manager.num_groups == 2
+        first = manager.start(seed=7)
+        assert [steps["Stress"].group for steps in first] == [0, 1]
+        for group, steps in enumerate(first):
+            step = steps["Stress"]
+            assert step.slots is not None and step.slots.tolist() == [2 * group, 2 * group + 1]
+            assert not step.valid.any()
+        sent = {g: np.full((2, 2), 0.1 * (g + 1), np.float32) for g in (0, 1)}
+        for group in (0, 1):
+            manager.send(group, {"Stress": PolicyDecision(sent[group], None)})
+        assert manager.in_flight == 2
+        with pytest.raises(ValueError, match="sent twice"):
+            manager.send(1, {"Stress": PolicyDecision(sent[1], None)})
+        taken = {0: 0, 1: 0}
+        while taken[1] < 2:
+            step = manager.receive()["Stress"]
+            group = step.group
+            taken[group] += 1
+            assert step.slots is not None and step.slots.tolist() == [2 * group, 2 * group + 1]
+            assert step.valid.all() and not step.done.any()
+            np.testing.assert_array_equal(step.observations[0][:, 0], taken[group] + 1)
+            np.testing.assert_allclose(step.rewards, sent[group][:, 0], atol=1e-6)
+            value = (group * 500 + taken[group] % 400) / 1000  # within the action bounds
+            sent[group] = np.full((2, 2), value, np.float32)
+            manager.send(group, {"Stress": PolicyDecision(sent[group], None)})
+        assert taken[0] > 2 * taken[1]  # the quick game did not wait for the slow one
+        with pytest.raises(ValueError, match="step as 2 groups"):
+            manager.step({"Stress": PolicyDecision(sent[0], None)})
     finally:
         manager.close()

@@ -178,7 +178,7 @@ def test_the_parallel_manager_reports_groups_unique_across_games() -> None:
         )
         for i in range(2)
     ]
-    manager = EnvManager.for_parallel_envs(envs)
+    manager = EnvManager.for_parallel_envs(envs, asynchronous=False)
     try:
         (name,) = manager.behavior_names
         first = manager.reset(3)[name]

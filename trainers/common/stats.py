@@ -6,6 +6,11 @@ the trainer thread) and written every ``summary_freq`` steps as their mean, ML-A
 
     [INFO] 3DBall. Step: 12000. Time Elapsed: 35.2 s. Mean Reward: 1.234.
     Std of Reward: 0.500. Training.
+
+The game's own statistics (Unity's ``StatsRecorder``) are aggregated as ML-Agents 1.1.0's
+``StatsReporter`` does: ``AVERAGE`` values by their mean, ``SUM`` values by their sum,
+``MOST_RECENT`` by the last value received (ML-Agents keeps game 0's only; here the last of any
+game), ``HISTOGRAM`` by their mean plus a histogram ``<key>_hist``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 from torch.utils.tensorboard import SummaryWriter
+
+from unity_gym.side_channels import EnvironmentStats, StatsAggregationMethod
 
 __all__ = ["CUMULATIVE_REWARD", "EPISODE_LENGTH", "GROUP_CUMULATIVE_REWARD", "StatsReporter"]
 
@@ -45,6 +52,7 @@ class StatsReporter:
         self._values: dict[str, list[float]] = defaultdict(list)
         self._lock = threading.Lock()
         self._gauges: dict[str, float] = {}
+        self._aggregation: dict[str, StatsAggregationMethod] = {}
         self._recent_rewards: deque[float] | None = None
         self.last_mean_reward: float | None = None
 
@@ -80,6 +88,32 @@ class StatsReporter:
             for key, value in values.items():
                 self._values[key].append(float(value))
 
+    def add_game_stats(self, stats: EnvironmentStats) -> None:
+        """Record the game's own statistics, each with its aggregation (module documentation).
+
+        A key that arrives with another aggregation than before is aggregated the new way from
+        then on, with a warning (ML-Agents silently takes the latest method too).
+        """
+        with self._lock:
+            for key, values in stats.items():
+                for value, method in values:
+                    method = StatsAggregationMethod(method)
+                    known = self._aggregation.get(key)
+                    if known is not None and known is not method:
+                        logger.warning(
+                            "The game reported stat %r with aggregation %s after %s; it is "
+                            "aggregated with %s from now on.",
+                            key,
+                            method.name,
+                            known.name,
+                            method.name,
+                        )
+                    self._aggregation[key] = method
+                    if method is StatsAggregationMethod.MOST_RECENT:
+                        self._values[key] = [float(value)]
+                    else:
+                        self._values[key].append(float(value))
+
     def add_episode(self, reward: float, length: int) -> None:
         """Record a finished episode's cumulative reward and length."""
         with self._lock:
@@ -100,8 +134,13 @@ class StatsReporter:
             gauges = dict(self._gauges)
         rewards = values.get(CUMULATIVE_REWARD, [])
         for key, items in values.items():
-            if items:
-                self._writer.add_scalar(key, float(np.mean(items)), step)
+            if not items:
+                continue
+            method = self._aggregation.get(key, StatsAggregationMethod.AVERAGE)
+            total = np.sum(items) if method is StatsAggregationMethod.SUM else np.mean(items)
+            self._writer.add_scalar(key, float(total), step)
+            if method is StatsAggregationMethod.HISTOGRAM:
+                self._writer.add_histogram(f"{key}_hist", np.asarray(items), step)
         for key, value in gauges.items():
             self._writer.add_scalar(key, value, step)
         self._writer.add_scalar("Is Training", 1.0 if training else 0.0, step)

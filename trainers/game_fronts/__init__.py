@@ -11,7 +11,6 @@ from trainers.game_fronts.base import (
     FrontRows,
     FrontStep,
     GameFront,
-    LockstepFront,
 )
 from trainers.game_fronts.pettingzoo import PettingZooFront, close_all
 from trainers.game_fronts.vector import VectorFront, apply_env_params
@@ -22,7 +21,6 @@ __all__ = [
     "FrontRows",
     "FrontStep",
     "GameFront",
-    "LockstepFront",
     "PettingZooFront",
     "VectorFront",
     "apply_env_params",

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from trainers.common.spaces import ActionLayout, ObservationLayout
+from unity_gym.side_channels import EnvironmentStats
 
-__all__ = ["FrontActions", "FrontAgent", "FrontRows", "FrontStep", "GameFront", "LockstepFront"]
+__all__ = ["FrontActions", "FrontAgent", "FrontRows", "FrontStep", "GameFront"]
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,10 @@ class GameFront(ABC):
             TimeoutError: none is in within ``timeout`` seconds (``None``: wait).
         """
 
+    def take_stats(self) -> EnvironmentStats:
+        """The games' own statistics received since the previous call (none by default)."""
+        return {}
+
     @abstractmethod
     def set_env_params(self, params: Mapping[str, Any]) -> bool:
         """Send environment parameters to every game; False when the games cannot take them."""
@@ -152,45 +157,3 @@ class GameFront(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close every environment."""
-
-
-class LockstepFront(GameFront):
-    """A front that steps all its agents together: one group, ``0``.
-
-    Subclasses implement :meth:`step_all`; :meth:`send` keeps the actions and :meth:`receive`
-    steps with them.
-    """
-
-    _pending: FrontActions | None = None
-
-    @property
-    def groups(self) -> list[np.ndarray]:
-        """One group of every agent."""
-        return [np.arange(len(self.agents), dtype=np.int64)]
-
-    @property
-    def in_flight(self) -> int:
-        """1 between :meth:`send` and :meth:`receive`, else 0."""
-        return int(self._pending is not None)
-
-    @abstractmethod
-    def step_all(self, actions: FrontActions) -> dict[str, FrontRows]:
-        """Act for every agent and return what each saw, per behavior id."""
-
-    def send(self, group: int, actions: FrontActions) -> None:
-        """Keep the actions for the next :meth:`receive`."""
-        if group != 0 or self._pending is not None:
-            raise ValueError(f"group {group} was sent twice or does not exist (only group 0).")
-        self._pending = actions
-
-    def receive(self, timeout: float | None) -> FrontStep:
-        """:meth:`step_all` with the sent actions."""
-        del timeout  # stepping is synchronous: the step is in when this returns
-        if self._pending is None:
-            raise ValueError("receive() without send(): no step is under way.")
-        actions, self._pending = self._pending, None
-        return 0, self.step_all(actions)
-
-    def forget_pending(self) -> None:
-        """Drop actions that were sent but not stepped (before a reset)."""
-        self._pending = None

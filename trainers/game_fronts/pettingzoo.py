@@ -36,17 +36,19 @@ allowed) becomes one flat bool row per agent, branches concatenated, ``True`` = 
 as no agent of a behavior id has sent a mask its mask is ``None``.
 
 Seeding and stepping. ``reset(seed)`` resets env *i* with ``seed + i`` (``None``: unseeded);
-the automatic resets of finished envs are unseeded. With several envs, each step and each reset
-runs every env in a thread of its own, so the game processes simulate at the same time (an env's
-calls wait for its game, which releases the GIL); results are then taken in env order, so the
-outcome does not depend on which game answers first. All envs step together (one group); a
-failure in one env is raised after the others finished their call.
+the automatic resets of finished envs are unseeded. With several envs, every env steps and resets
+in a thread of its own (an env's calls wait for its game, which releases the GIL). By default each
+env is a group of its own, stepped asynchronously as ML-Agents' environment manager steps its
+workers: an env gets its next actions as soon as its step is in, while the others play on, and
+a failure is raised when that env's step is received. With ``asynchronous=False`` all envs step
+together as one group: results are taken in env order, so the outcome does not depend on which
+game answers first, and a failure in one env is raised after the others finished their call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -55,14 +57,9 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.game_fronts.base import (
-    FrontActions,
-    FrontAgent,
-    FrontRows,
-    FrontStep,
-    LockstepFront,
-)
-from trainers.game_fronts.vector import apply_env_params
+from trainers.game_fronts.base import FrontActions, FrontAgent, FrontRows, FrontStep, GameFront
+from trainers.game_fronts.vector import apply_env_params, take_game_stats
+from unity_gym.side_channels import EnvironmentStats
 from unity_gym.timers import hierarchical_timer
 
 __all__ = ["PettingZooFront", "close_all"]
@@ -129,29 +126,7 @@ class _BehaviorState:
         return None if self.mask is None else self.mask.copy()
 
 
-@dataclass
-class _Outcome:
-    """One step's results for the agents of one behavior id."""
-
-    rewards: np.ndarray
-    group_rewards: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    valid: np.ndarray
-
-    @classmethod
-    def empty(cls, n: int) -> _Outcome:
-        """No reward, nothing done, no row valid, for ``n`` rows."""
-        return cls(
-            rewards=np.zeros(n, dtype=np.float32),
-            group_rewards=np.zeros(n, dtype=np.float32),
-            terminated=np.zeros(n, dtype=bool),
-            truncated=np.zeros(n, dtype=bool),
-            valid=np.zeros(n, dtype=bool),
-        )
-
-
-class PettingZooFront(LockstepFront):
+class PettingZooFront(GameFront):
     """Drives PettingZoo parallel envs, one per game process (see the module documentation).
 
     Args:
@@ -160,13 +135,18 @@ class PettingZooFront(LockstepFront):
             that were just created do not restart their game for that). From then on the front
             owns them and :meth:`close` closes them; if the constructor raises, they are left
             open for the caller to close.
+        asynchronous: with several envs, step each game as its own group (the default): a game
+            gets its next actions as soon as its step is in, while the others play on.
+            ``False`` steps all games together (one group; results in env order).
 
     Raises:
         ValueError: no env, envs that differ in ``possible_agents`` or behaviors, or an agent of
             ``possible_agents`` missing from the first episode.
     """
 
-    def __init__(self, envs: Sequence[ParallelEnv[str, Any, Any]]) -> None:
+    def __init__(
+        self, envs: Sequence[ParallelEnv[str, Any, Any]], asynchronous: bool = True
+    ) -> None:
         if not envs:
             raise ValueError("the PettingZoo front needs at least one environment.")
         self.envs = list(envs)
@@ -202,6 +182,28 @@ class PettingZooFront(LockstepFront):
                 action_layout=self.action_layouts[behavior_id],
                 names=[self.agents[i].name for i in indices],
             )
+        # env index -> behavior id -> the rows of that id that live in the env (sorted)
+        self._env_rows = [
+            {
+                behavior_id: np.asarray(
+                    sorted(row for b, row in self._row_of[index].values() if b == behavior_id),
+                    dtype=np.int64,
+                )
+                for behavior_id in self._states
+            }
+            for index in range(len(self.envs))
+        ]
+        self.asynchronous = asynchronous and len(self.envs) > 1
+        per_env = len(possible)
+        if self.asynchronous:
+            self._groups = [
+                np.arange(i * per_env, (i + 1) * per_env, dtype=np.int64)
+                for i in range(len(self.envs))
+            ]
+        else:
+            self._groups = [np.arange(len(self.agents), dtype=np.int64)]
+        self._pending: FrontActions | None = None  # lock-step: the sent actions
+        self._playing: dict[int, tuple[Future[_Played], dict[str, Any]]] = {}  # asynchronous
         if len(self.envs) > 1:
             self._pool = ThreadPoolExecutor(len(self.envs), thread_name_prefix="pettingzoo-env")
 
@@ -237,9 +239,22 @@ class PettingZooFront(LockstepFront):
 
     # -- the front interface ----------------------------------------------------------------
 
+    @property
+    def groups(self) -> list[np.ndarray]:
+        """One group per env when stepping asynchronously, else one of every agent."""
+        return self._groups
+
+    @property
+    def in_flight(self) -> int:
+        """Groups that were sent actions and whose step was not received yet."""
+        if self.asynchronous:
+            return len(self._playing)
+        return int(self._pending is not None)
+
     def reset(self, seed: int | None) -> list[FrontStep]:
-        """Reset every env (env *i* with ``seed + i``); one group."""
-        self.forget_pending()
+        """Reset every env (env *i* with ``seed + i``); one step per group."""
+        self._pending = None
+        self._settle()
         for state in self._states.values():
             state.live[:] = False
         with hierarchical_timer("env_reset"):
@@ -250,85 +265,52 @@ class PettingZooFront(LockstepFront):
             )
             for index, (observations, infos) in zip(indices, starts, strict=True):
                 self._start_episode(index, observations, infos)
-        rows = {}
-        for behavior_id, state in self._states.items():
-            n = len(state.agents)
-            observations, mask = state.copy_observations(), state.copy_mask()
-            rows[behavior_id] = FrontRows(
-                agents=state.agents,
-                observations=observations,
-                action_mask=mask,
-                rewards=np.zeros(n, dtype=np.float32),
-                group_rewards=np.zeros(n, dtype=np.float32),
-                terminated=np.zeros(n, dtype=bool),
-                truncated=np.zeros(n, dtype=bool),
-                valid=np.zeros(n, dtype=bool),
-                final_observations=observations,
-                final_action_mask=mask,
-                group_ids=state.group_ids.copy(),
-            )
-        return [(0, rows)]
+        firsts = [self._first_rows(index) for index in indices]
+        if self.asynchronous:
+            return list(enumerate(firsts))
+        return [(0, _concat(firsts))]
 
-    def step_all(self, actions: FrontActions) -> dict[str, FrontRows]:
-        """Act for every live agent, step every env, reset the envs that have no agent left."""
-        outcome = {b: _Outcome.empty(len(s.agents)) for b, s in self._states.items()}
-        for behavior_id, state in self._states.items():
-            outcome[behavior_id].valid[:] = state.live
-        emptied = []
-        env_actions: dict[int, dict[str, Any]] = {}
-        for index, env in enumerate(self.envs):
-            live = list(env.agents)
-            if not live:  # only possible if the env was reset into an empty episode
-                emptied.append(index)
-                continue
-            rows = self._row_of[index]
-            env_actions[index] = {agent: _row(actions[rows[agent][0]], rows[agent][1])
-                                  for agent in live}  # fmt: skip
-        with hierarchical_timer("env_step"):
-            stepping = list(env_actions)
-            results = self._each(stepping, lambda index: self.envs[index].step(env_actions[index]))
-        for index, (observations, rewards, terminations, truncations, infos) in zip(
-            stepping, results, strict=True
-        ):
-            rows = self._row_of[index]
-            for agent in env_actions[index]:
-                behavior_id, row = rows[agent]
-                state, result = self._states[behavior_id], outcome[behavior_id]
-                info = infos.get(agent, {})
-                result.rewards[row] = float(rewards[agent])
-                result.group_rewards[row] = float(info.get("group_reward", 0.0))
-                result.terminated[row] = bool(terminations[agent])
-                result.truncated[row] = bool(truncations[agent])
-                state.write(row, observations[agent], info)
-                if result.terminated[row] or result.truncated[row]:
-                    state.live[row] = False
-            if not self.envs[index].agents:
-                emptied.append(index)
-        finals = {b: (s.copy_observations(), s.copy_mask()) for b, s in self._states.items()}
-        if emptied:
-            emptied.sort()
-            with hierarchical_timer("env_reset"):
-                starts = self._each(emptied, lambda index: self.envs[index].reset())
-                for index, (observations, infos) in zip(emptied, starts, strict=True):
-                    self._start_episode(index, observations, infos)
-        out = {}
-        for behavior_id, state in self._states.items():
-            result = outcome[behavior_id]
-            final_observations, final_mask = finals[behavior_id]
-            out[behavior_id] = FrontRows(
-                agents=state.agents,
-                observations=state.copy_observations() if emptied else final_observations,
-                action_mask=state.copy_mask() if emptied else final_mask,
-                rewards=result.rewards,
-                group_rewards=result.group_rewards,
-                terminated=result.terminated,
-                truncated=result.truncated,
-                valid=result.valid,
-                final_observations=final_observations,
-                final_action_mask=final_mask,
-                group_ids=state.group_ids.copy(),
-            )
-        return out
+    def send(self, group: int, actions: FrontActions) -> None:
+        """Give a game its agents' actions; it steps at once in its thread (lock-step: kept
+        until :meth:`receive`, which steps every game)."""
+        if not self.asynchronous:
+            if group != 0 or self._pending is not None:
+                raise ValueError(f"group {group} was sent twice or does not exist (only group 0).")
+            self._pending = actions
+            return
+        if group in self._playing:
+            raise ValueError(f"group {group} was sent twice (its step is still running).")
+        env_actions = self._env_actions(group, actions, offset=True)
+        assert self._pool is not None  # asynchronous means several envs
+        future = self._pool.submit(self._play, group, env_actions)
+        self._playing[group] = (future, env_actions)
+
+    def receive(self, timeout: float | None) -> FrontStep:
+        """The next game whose step is in (lock-step: every game's step)."""
+        if not self.asynchronous:
+            if self._pending is None:
+                raise ValueError("receive() without send(): no step is under way.")
+            actions, self._pending = self._pending, None
+            return 0, self._step_all(actions)
+        if not self._playing:
+            raise ValueError("receive() without send(): no step is under way.")
+        with hierarchical_timer("env_receive"):
+            futures = [future for future, _ in self._playing.values()]
+            done, _ = wait_all(futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        if not done:
+            raise TimeoutError("no game finished its step in time.")
+        index = min(i for i, (future, _) in self._playing.items() if future in done)
+        future, env_actions = self._playing.pop(index)
+        played = future.result()  # the env's failure, if any, is raised here
+        return index, self._absorb(index, env_actions, played)
+
+    def take_stats(self) -> EnvironmentStats:
+        """Every env's game statistics since the previous call, env 0's first."""
+        merged: EnvironmentStats = {}
+        for env in self.envs:
+            for key, values in take_game_stats(env).items():
+                merged.setdefault(key, []).extend(values)
+        return merged
 
     def set_env_params(self, params: Mapping[str, Any]) -> bool:
         """Send environment parameters to every env's game (see
@@ -343,8 +325,125 @@ class PettingZooFront(LockstepFront):
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
+            self._playing.clear()
 
-    # -- helpers ------------------------------------------------------------------------------
+    # -- stepping -----------------------------------------------------------------------------
+
+    def _step_all(self, actions: FrontActions) -> dict[str, FrontRows]:
+        """Lock-step: step every env at once (one thread each); results in env order."""
+        indices = list(range(len(self.envs)))
+        per_env = [self._env_actions(index, actions, offset=False) for index in indices]
+        with hierarchical_timer("env_step"):
+            played = self._each(indices, lambda index: self._play(index, per_env[index]))
+        return _concat(
+            [self._absorb(i, per_env[i], result) for i, result in zip(indices, played, strict=True)]
+        )
+
+    def _env_actions(self, index: int, actions: FrontActions, offset: bool) -> dict[str, Any]:
+        """Env ``index``'s live agents' actions out of per-behavior batches: of that env's
+        agents only (``offset``, a group's actions) or of every env's."""
+        rows = self._row_of[index]
+        out = {}
+        for agent in self.envs[index].agents:
+            behavior_id, row = rows[agent]
+            if offset:  # the batch holds only this env's rows of the behavior id
+                row = int(np.searchsorted(self._env_rows[index][behavior_id], row))
+            out[agent] = _row(actions[behavior_id], row)
+        return out
+
+    def _play(self, index: int, env_actions: dict[str, Any]) -> _Played:
+        """In the env's thread: step env ``index`` (if it has live agents), then reset it if
+        no agent is left."""
+        env = self.envs[index]
+        result = env.step(env_actions) if env_actions else None
+        reset = None if env.agents else env.reset()
+        return result, reset
+
+    def _absorb(
+        self, index: int, env_actions: dict[str, Any], played: _Played
+    ) -> dict[str, FrontRows]:
+        """Record env ``index``'s step and reset; its agents' rows per behavior id."""
+        result, reset = played
+        env_rows = self._env_rows[index]
+        outcome = {b: _Outcome.empty(len(env_rows[b])) for b in self._states}
+        for behavior_id, state in self._states.items():
+            outcome[behavior_id].valid[:] = state.live[env_rows[behavior_id]]
+        if result is not None:
+            observations, rewards, terminations, truncations, infos = result
+            for agent in env_actions:
+                behavior_id, row = self._row_of[index][agent]
+                state, out = self._states[behavior_id], outcome[behavior_id]
+                at = int(np.searchsorted(env_rows[behavior_id], row))
+                info = infos.get(agent, {})
+                out.rewards[at] = float(rewards[agent])
+                out.group_rewards[at] = float(info.get("group_reward", 0.0))
+                out.terminated[at] = bool(terminations[agent])
+                out.truncated[at] = bool(truncations[agent])
+                state.write(row, observations[agent], info)
+                if out.terminated[at] or out.truncated[at]:
+                    state.live[row] = False
+        finals = {b: self._rows_now(b, env_rows[b]) for b in self._states}
+        if reset is not None:
+            self._start_episode(index, *reset)
+        steps = {}
+        for behavior_id, state in self._states.items():
+            rows, out = env_rows[behavior_id], outcome[behavior_id]
+            final_observations, final_mask = finals[behavior_id]
+            observations, mask = (
+                self._rows_now(behavior_id, rows) if reset is not None else finals[behavior_id]
+            )
+            steps[behavior_id] = FrontRows(
+                agents=state.agents[rows],
+                observations=observations,
+                action_mask=mask,
+                rewards=out.rewards,
+                group_rewards=out.group_rewards,
+                terminated=out.terminated,
+                truncated=out.truncated,
+                valid=out.valid,
+                final_observations=final_observations,
+                final_action_mask=final_mask,
+                group_ids=state.group_ids[rows].copy(),
+            )
+        return steps
+
+    def _first_rows(self, index: int) -> dict[str, FrontRows]:
+        """Env ``index``'s rows just after a reset: no reward, nothing done, nothing valid."""
+        out = {}
+        for behavior_id, state in self._states.items():
+            rows = self._env_rows[index][behavior_id]
+            n = len(rows)
+            observations, mask = self._rows_now(behavior_id, rows)
+            out[behavior_id] = FrontRows(
+                agents=state.agents[rows],
+                observations=observations,
+                action_mask=mask,
+                rewards=np.zeros(n, dtype=np.float32),
+                group_rewards=np.zeros(n, dtype=np.float32),
+                terminated=np.zeros(n, dtype=bool),
+                truncated=np.zeros(n, dtype=bool),
+                valid=np.zeros(n, dtype=bool),
+                final_observations=observations,
+                final_action_mask=mask,
+                group_ids=state.group_ids[rows].copy(),
+            )
+        return out
+
+    def _rows_now(
+        self, behavior_id: str, rows: np.ndarray
+    ) -> tuple[list[np.ndarray], np.ndarray | None]:
+        """Copies of the current observations and mask of ``rows`` of a behavior id."""
+        state = self._states[behavior_id]
+        mask = None if state.mask is None else state.mask[rows]
+        return [array[rows] for array in state.observations], mask
+
+    def _settle(self) -> None:
+        """Wait for the games still stepping and drop their results (before a reset)."""
+        playing, self._playing = self._playing, {}
+        if playing:
+            wait_all([future for future, _ in playing.values()])
+            for future, _ in playing.values():
+                future.result()
 
     def _each(self, indices: Sequence[int], call: Callable[[int], _T]) -> list[_T]:
         """``call(index)`` for each of ``indices``, results in the same order.
@@ -370,6 +469,78 @@ class PettingZooFront(LockstepFront):
             state = self._states[behavior_id]
             state.live[row] = True
             state.write(row, observations[agent], infos.get(agent, {}))
+
+
+_Played = tuple[Any, Any]
+"""An env's step result (``None``: no agent was live) and its reset result (``None``: not
+reset)."""
+
+
+@dataclass
+class _Outcome:
+    """One step's results for some agents of one behavior id."""
+
+    rewards: np.ndarray
+    group_rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    valid: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> _Outcome:
+        """No reward, nothing done, no row valid, for ``n`` rows."""
+        return cls(
+            rewards=np.zeros(n, dtype=np.float32),
+            group_rewards=np.zeros(n, dtype=np.float32),
+            terminated=np.zeros(n, dtype=bool),
+            truncated=np.zeros(n, dtype=bool),
+            valid=np.zeros(n, dtype=bool),
+        )
+
+
+def _concat(parts: Sequence[dict[str, FrontRows]]) -> dict[str, FrontRows]:
+    """The rows of several envs (in env order) as one batch per behavior id."""
+    out = {}
+    for behavior_id in parts[0]:
+        rows = [part[behavior_id] for part in parts]
+        out[behavior_id] = FrontRows(
+            agents=np.concatenate([r.agents for r in rows]),
+            observations=_concat_entries([r.observations for r in rows]),
+            action_mask=_concat_masks([r.action_mask for r in rows], rows),
+            rewards=np.concatenate([r.rewards for r in rows]),
+            group_rewards=np.concatenate([_must(r.group_rewards) for r in rows]),
+            terminated=np.concatenate([r.terminated for r in rows]),
+            truncated=np.concatenate([r.truncated for r in rows]),
+            valid=np.concatenate([r.valid for r in rows]),
+            final_observations=_concat_entries([r.final_observations for r in rows]),
+            final_action_mask=_concat_masks([r.final_action_mask for r in rows], rows),
+            group_ids=np.concatenate([_must(r.group_ids) for r in rows]),
+        )
+    return out
+
+
+def _concat_entries(per_env: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """Per observation entry, the envs' arrays one after the other."""
+    return [np.concatenate([entries[i] for entries in per_env]) for i in range(len(per_env[0]))]
+
+
+def _concat_masks(masks: list[np.ndarray | None], rows: list[FrontRows]) -> np.ndarray | None:
+    """Masks of several envs; an env without one yet gets all-allowed rows."""
+    present = [mask for mask in masks if mask is not None]
+    if not present:
+        return None
+    width = present[0].shape[1]
+    return np.concatenate(
+        [
+            np.ones((len(r.agents), width), dtype=bool) if mask is None else mask
+            for mask, r in zip(masks, rows, strict=True)
+        ]
+    )
+
+
+def _must(array: np.ndarray | None) -> np.ndarray:
+    assert array is not None  # the PettingZoo front always reports group ids and rewards
+    return array
 
 
 def _row(batch: Any, row: int) -> Any:

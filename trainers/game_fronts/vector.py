@@ -26,9 +26,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.game_fronts.base import FrontActions, FrontAgent, FrontRows, FrontStep, GameFront
 from trainers.settings import ConfigError
+from unity_gym.side_channels import EnvironmentStats
 from unity_gym.timers import hierarchical_timer
 
-__all__ = ["VectorFront", "apply_env_params"]
+__all__ = ["VectorFront", "apply_env_params", "take_game_stats"]
 
 
 def apply_env_params(env: Any, params: Mapping[str, Any]) -> bool:
@@ -44,6 +45,13 @@ def apply_env_params(env: Any, params: Mapping[str, Any]) -> bool:
         return False
     setter(dict(params))
     return True
+
+
+def take_game_stats(env: Any) -> EnvironmentStats:
+    """``env.unwrapped.get_and_reset_stats()`` (the game statistics of ``UnityVectorEnv``,
+    ``UnityParallelEnv`` and ``RayParallelEnv``); empty for an environment without it."""
+    getter = getattr(getattr(env, "unwrapped", env), "get_and_reset_stats", None)
+    return {} if getter is None else dict(getter())
 
 
 class VectorFront(GameFront):
@@ -162,6 +170,11 @@ class VectorFront(GameFront):
         self._sent[group] = False
         rows = self._rows(ids, observations, rewards, terminated, truncated, infos)
         return group, {self.behavior_id: rows}
+
+    def take_stats(self) -> EnvironmentStats:
+        """The vector env's game statistics since the previous call (see
+        :func:`take_game_stats`)."""
+        return take_game_stats(self.env)
 
     def set_env_params(self, params: Mapping[str, Any]) -> bool:
         """Send environment parameters to the vector env's games (see :func:`apply_env_params`)."""

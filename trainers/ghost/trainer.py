@@ -74,8 +74,8 @@ class GhostTrainer(Trainer):
     Args:
         trainer: the learning trainer of the behavior name; its settings have ``self_play``.
             The ghost owns it from now on (and closes it).
-        slot_teams: the team id of each of the behavior's slots, in slot order. The slots must
-            come as one group (all of them in every step, as the PettingZoo env manager steps).
+        slot_teams: the team id of each of the behavior's slots, in slot order. A step that
+            holds only some slots names them (:attr:`BehaviorStep.slots`).
         controller: the run's controller, shared by every ghost trainer of the run.
 
     Raises:
@@ -300,11 +300,13 @@ class GhostTrainer(Trainer):
             memories[:] = 0.0
 
     def _teams_of(self, step: BehaviorStep) -> np.ndarray:
+        if step.slots is not None:
+            return self.slot_teams[step.slots]
         if len(step.valid) != len(self.slot_teams):
             raise ValueError(
                 f"self-play for {self.behavior_name} got a step of {len(step.valid)} slots but "
-                f"the behavior has {len(self.slot_teams)}; self-play needs every slot in each "
-                "step (the PettingZoo env manager)."
+                f"the behavior has {len(self.slot_teams)} and the step does not say which "
+                "(BehaviorStep.slots)."
             )
         return self.slot_teams
 

@@ -55,6 +55,11 @@ step keeps its own ``terminated``/``truncated`` outcome); ``agents`` becomes emp
 behaviors and specs of the first one (else ``UnityEnvironmentException``), so ``possible_agents``
 and spaces never change. :attr:`UnityParallelEnv.restart_count` counts the restarts.
 
+Statistics. What the game reports on its stats side channel (Unity's
+``Academy.Instance.StatsRecorder.Add``) is collected, across restarts, until
+:meth:`UnityParallelEnv.get_and_reset_stats` hands it out. A ``StatsSideChannel`` passed in
+``side_channels`` is the one used (only one channel may serve an id), so that method empties it.
+
 Behaviors. ``metadata["agent_behaviors"]`` maps every agent of ``possible_agents`` to its behavior
 (the full name, as ``info["behavior_name"]``), also one that has not played yet.
 
@@ -85,6 +90,7 @@ from unity_gym.exceptions import UnityActionException, UnityEnvironmentException
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
 from unity_gym.registration import GameSettings, apply_env_param, scene_behaviors
 from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
+from unity_gym.side_channels.stats_side_channel import EnvironmentStats, StatsSideChannel
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 from unity_gym.vector.faults import (
     RestartLimitError,
@@ -158,6 +164,8 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
 
     The game starts at construction (its first reset gives the agents and spaces) and stops in
     :meth:`close`. Module docs describe names, episodes, steps, seeding and infos.
+    :meth:`set_env_params` changes environment parameters of the running game and
+    :meth:`get_and_reset_stats` hands out the statistics it reported (Unity's ``StatsRecorder``).
 
     Args:
         file_name: a Unity build; default: the built-in ``3DBall`` scene.
@@ -168,7 +176,8 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         render_mode: None or ``"rgb_array"`` (needs a camera observation).
         seed: game seed until ``reset(seed=...)`` chooses another (default 0).
         num_agents: built-in scenes: total agents; default one training area.
-        side_channels: extra side channels served to the game (kept across restarts).
+        side_channels: extra side channels served to the game (kept across restarts); a
+            ``StatsSideChannel`` among them is the one :meth:`get_and_reset_stats` reads.
         max_lifetime_restarts: restarts of a crashed or hung game allowed over the env's life
             (-1: no limit; module docs, "Faults").
         restarts_rate_limit_n: restarts allowed within any ``restarts_rate_limit_period_s``
@@ -236,8 +245,19 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             params_channel = EnvironmentParametersChannel()
             side_channels = (*side_channels, params_channel)
         self._params_channel = params_channel
+        stats_channel: StatsSideChannel | None = None
+        if all(c.channel_id != StatsSideChannel.CHANNEL_ID for c in side_channels):
+            stats_channel = StatsSideChannel()
+            side_channels = (*side_channels, stats_channel)
+        else:
+            stats_channel = next(
+                (c for c in side_channels if isinstance(c, StatsSideChannel)), None
+            )
+        self._stats_channel = stats_channel  # None: the user serves that id with another class
         self._side_channels = tuple(side_channels)
         self._unity: UnityEnvironment | None = None
+        self._closed = False  # close() was called (a step waiting in another thread must not
+        # restart the game)
         self._game_specs: dict[str, BehaviorSpec] | None = None  # read at the first launch
         self._declared_specs: dict[str, BehaviorSpec] = {}  # a built-in scene's behaviors
         self._pristine = False  # launched with the current seed and never stepped since
@@ -291,6 +311,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                 differs from the first one.
         """
         self._cycles = 0
+        self._closed = False
         try:
             if seed is not None and not (self._pristine and int(seed) == self._settings.seed):
                 self._launch(self._settings.replace(seed=int(seed)))
@@ -363,7 +384,12 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         return None
 
     def close(self) -> None:
-        """Stop the game and its process; safe to call more than once."""
+        """Stop the game and its process; safe to call more than once.
+
+        A ``step`` or ``reset`` that another thread is running then fails at once with
+        :class:`UnityEnvironmentException` instead of restarting the game.
+        """
+        self._closed = True
         self.agents = []
         self._live = {}
         self._close_game()
@@ -387,6 +413,29 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         if self._unity is not None:
             for key, value in params.items():
                 apply_env_param(self._params_channel, key, value, settings.seed)
+
+    def get_and_reset_stats(self) -> EnvironmentStats:
+        """The statistics the game sent since the previous call, then start a new collection.
+
+        Games send them with Unity's ``Academy.Instance.StatsRecorder.Add(key, value,
+        aggregation)``; they arrive with each ``step`` and ``reset``. What a game sent before it
+        crashed or was relaunched is kept. When ``side_channels`` held a ``StatsSideChannel``,
+        this empties that channel (it is the same object).
+
+        Returns:
+            ``{key: [(value, method), ...]}`` with values in arrival order.
+
+        Raises:
+            UnityEnvironmentException: a channel of another class passed in ``side_channels``
+                serves the stats channel id, so the stats are not collected here.
+        """
+        if self._stats_channel is None:
+            raise UnityEnvironmentException(
+                "The stats side channel id is served by a channel of another class passed in "
+                "side_channels, so this env does not collect the game's stats; read them from "
+                "that channel, or pass a StatsSideChannel (or none)."
+            )
+        return self._stats_channel.get_and_reset_stats()
 
     @property
     def restart_count(self) -> int:
@@ -498,6 +547,11 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         """
         first_reason: str | None = None
         while True:
+            if self._closed:
+                raise UnityEnvironmentException(
+                    "This UnityParallelEnv was closed while it waited for its game; the game is "
+                    "not restarted."
+                ) from fault.error
             reason = describe_game_failure(fault.error, self._settings.timeout_wait)
             first_reason = first_reason or reason
             try:

@@ -10,7 +10,9 @@ is one remote call, which also brings back ``agents``, the restart count and, wi
 ``render_mode="rgb_array"``, the frame that :meth:`RayParallelEnv.render` returns. Arrays come
 back as writable copies. :attr:`RayParallelEnv.game_location` says where the game runs
 (``"Ray node <id8> (<ip>)"``). Side channels cannot be shared with another process: pass
-engine settings and ``env_params`` as keywords instead.
+engine settings and ``env_params`` as keywords instead, and read the game's statistics with
+:meth:`RayParallelEnv.get_and_reset_stats` (one remote call; what a lost actor had collected is
+lost with it).
 
 Placement. The actor must be placed within the game's ``timeout_wait`` (default 60 s), else
 :class:`~unity_gym.vector.backends.ray_pool.RayPlacementError` names the resources it asked for
@@ -54,6 +56,7 @@ from pettingzoo import ParallelEnv
 from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.pettingzoo.parallel_env import UnityParallelEnv
 from unity_gym.registration import GameSettings
+from unity_gym.side_channels.stats_side_channel import EnvironmentStats
 from unity_gym.vector.backends.ray_pool import (
     first_line,
     game_actor_options,
@@ -153,6 +156,10 @@ class _GameActor:
         """Forward :meth:`UnityParallelEnv.set_env_params`."""
         self._game().set_env_params(params)
 
+    def get_and_reset_stats(self) -> EnvironmentStats:
+        """Forward :meth:`UnityParallelEnv.get_and_reset_stats`."""
+        return self._game().get_and_reset_stats()
+
     def game_pid(self) -> int | None:
         """The game process's id (None when the env is closed or the game is the Editor)."""
         if self._env is None:
@@ -176,7 +183,8 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
     """A :class:`UnityParallelEnv` running in a Ray actor, as a PettingZoo ParallelEnv.
 
     The actor and its game start at construction and stop in :meth:`close`. Module docs describe
-    placement, lost actors and what is cached.
+    placement, lost actors and what is cached. :meth:`set_env_params` and
+    :meth:`get_and_reset_stats` are forwarded to the actor's :class:`UnityParallelEnv`.
 
     Args:
         actor_options: options of ``ActorClass.options(...)``, applied over the defaults
@@ -361,6 +369,22 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
         # A lost actor is replaced at the next reset or step; its game starts with ``merged``.
         with contextlib.suppress(self._ray.exceptions.RayActorError):
             self._get(actor.set_env_params.remote(dict(params)))
+
+    def get_and_reset_stats(self) -> EnvironmentStats:
+        """The game's statistics since the previous call, as
+        :meth:`UnityParallelEnv.get_and_reset_stats` returns them (one remote call).
+
+        What a lost actor had collected and not handed out is lost with it; a lost actor gives
+        ``{}`` here (it is replaced at the next ``reset`` or ``step``).
+
+        Raises:
+            UnityEnvironmentException: the env is closed.
+        """
+        actor = self._live_actor()
+        with contextlib.suppress(self._ray.exceptions.RayActorError):
+            stats: EnvironmentStats = self._get(actor.get_and_reset_stats.remote())
+            return stats
+        return {}
 
     @property
     def restart_count(self) -> int:

@@ -6,7 +6,8 @@ or Ray actor) feeds it :class:`~unity_gym.vector.messages.WorkerRequest` objects
 itself and writes them, with rewards and episode flags, into the rows of its slots in the vector
 env's buffers. A game that crashes or stops answering (``timeout_wait``) is relaunched with the
 same settings within the limits of a :class:`~unity_gym.vector.faults.RestartPolicy`; its slots
-then report truncation and ``info["restart_reason"]``.
+then report truncation and ``info["restart_reason"]``. What the game sends on its stats side
+channel (Unity's ``StatsRecorder``) travels back with each reply (``WorkerReply.stats``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from unity_gym.exceptions import (
 )
 from unity_gym.registration import GameSettings, apply_env_param
 from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
+from unity_gym.side_channels.stats_side_channel import StatsSideChannel
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
 from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
 from unity_gym.vector.autoreset import AgentSlots, Routing, SlotResults
@@ -141,6 +143,8 @@ class GameWorker:
         self._seed = config.settings.seed
         self._env_params: dict[str, Any] = dict(config.settings.env_params or {})
         self._params_channel: EnvironmentParametersChannel | None = None
+        self._stats_channel: StatsSideChannel | None = None
+        self._stats: dict[str, list[tuple[float, int]]] = {}
         self._pristine = False
         self._tracker = RestartTracker(config.restart_policy)
         self._behavior: str | None = None
@@ -193,6 +197,7 @@ class GameWorker:
             reply.error = error
         reply.events = self._events
         reply.restart_reason = self._restart_reason
+        reply.stats = self._take_stats()
         process = self._env.process if self._env is not None else None
         reply.game_pid = None if process is None else process.pid
         now = time.monotonic()
@@ -238,6 +243,7 @@ class GameWorker:
             reply.error = error
         reply.events = self._events
         reply.restart_reason = lost.reason
+        reply.stats = self._take_stats()
         process = self._env.process if self._env is not None else None
         reply.game_pid = None if process is None else process.pid
         return reply
@@ -356,8 +362,10 @@ class GameWorker:
         settings = self.config.settings.replace(seed=seed, env_params=dict(self._env_params))
         self._seed = seed
         self._params_channel = EnvironmentParametersChannel()
+        self._collect_stats()  # what the previous game sent before it closed or failed
+        self._stats_channel = StatsSideChannel()
         try:
-            self._env = settings.launch(side_channels=[self._params_channel])
+            self._env = settings.launch(side_channels=[self._params_channel, self._stats_channel])
         except UnityException as error:
             raise _GameFailedError(error) from error
         self._exchange(reset=True)
@@ -607,6 +615,21 @@ class GameWorker:
                 for name, array in rows.items()
                 if name not in (ACTION_CONTINUOUS, ACTION_DISCRETE)
             }
+
+    def _collect_stats(self) -> None:
+        """Move what the stats channel received into the stats of the next reply."""
+        if self._stats_channel is None:
+            return
+        for key, values in self._stats_channel.get_and_reset_stats().items():
+            self._stats.setdefault(key, []).extend(
+                (float(value), method.value) for value, method in values
+            )
+
+    def _take_stats(self) -> dict[str, list[tuple[float, int]]] | None:
+        """The stats received since the previous reply, as plain types (None: none)."""
+        self._collect_stats()
+        stats, self._stats = self._stats, {}
+        return stats or None
 
     # -- helpers ------------------------------------------------------------------------------
 

@@ -118,6 +118,9 @@ class WorkerReply:
         events: ``(logging level, message)`` lines for the vector env's log.
         timer_tree: the worker's timer tree since its previous report (periodically).
         rows: the worker's buffer rows, for workers without shared memory.
+        stats: what the game sent on its stats side channel since the worker's previous reply,
+            as ``{key: [(value, aggregation method value), ...]}`` in arrival order (plain types;
+            also from a game that crashed during the request; None when nothing came).
         error: the exception that failed the request (the worker is unusable afterwards for
             START/ATTACH failures and restart-limit errors).
     """
@@ -131,6 +134,7 @@ class WorkerReply:
     events: list[tuple[int, str]] = field(default_factory=list)
     timer_tree: dict[str, Any] | None = None
     rows: dict[str, np.ndarray] | None = None
+    stats: dict[str, list[tuple[float, int]]] | None = None
     error: BaseException | None = None
 
     def log_events(self, target: logging.Logger) -> None:

@@ -48,6 +48,11 @@ starts workers with ``spawn`` (``start_method=``), without running the main scri
 whenever their settings refer to nothing defined there, so a script may create the env at module
 level, without ``if __name__ == "__main__":``; see :mod:`unity_gym.vector.backends.main_script`.
 
+Statistics the games report on their stats side channel (Unity's
+``Academy.Instance.StatsRecorder.Add``) are gathered from every worker reply, late ones included,
+and handed out by :meth:`UnityVectorEnv.get_and_reset_stats` (for TensorBoard, as
+``mlagents-learn`` writes them).
+
 Worker timer trees are merged into this process's :mod:`unity_gym.timers` tree (under
 ``vector_workers``, marked parallel) every ``timer_interval_s`` seconds.
 """
@@ -70,6 +75,7 @@ from gymnasium.vector.utils import batch_space
 from unity_gym.base_env import BehaviorSpec
 from unity_gym.exceptions import UnityEnvironmentException, UnityTimeOutException
 from unity_gym.registration import GameSettings
+from unity_gym.side_channels.stats_side_channel import EnvironmentStats, StatsAggregationMethod
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
 from unity_gym.timers import hierarchical_timer, merge_timer_tree
 from unity_gym.vector.backends.base import WorkerBackend
@@ -134,6 +140,10 @@ def _emergency_close(backend: WorkerBackend, buffers: list[StepBuffers]) -> None
 
 class UnityVectorEnv(VectorEnv):
     """Every agent of the chosen behavior in every game process, as one asynchronous VectorEnv.
+
+    Besides the Gymnasium and EnvPool APIs: :meth:`set_env_params` changes environment
+    parameters of the running games, :meth:`get_and_reset_stats` hands out the statistics the
+    games reported (Unity's ``StatsRecorder``).
 
     Args:
         num_envs: slots (= ``num_processes`` x agents per process; see
@@ -224,6 +234,7 @@ class UnityVectorEnv(VectorEnv):
         self.render_mode = None
         self._shutdown_timeout = float(shutdown_timeout)
         self._env_params: dict[str, Any] = {}
+        self._stats: EnvironmentStats = {}
         self._seq = itertools.count(1)
         self._in_flight: list[int | None] = []
         self._ready: dict[int, WorkerReply] = {}
@@ -608,6 +619,21 @@ class UnityVectorEnv(VectorEnv):
         """The environment parameters set with :meth:`set_env_params` so far."""
         return dict(self._env_params)
 
+    def get_and_reset_stats(self) -> EnvironmentStats:
+        """The statistics every game sent since the previous call, then start a new collection.
+
+        Games send them with Unity's ``Academy.Instance.StatsRecorder.Add(key, value,
+        aggregation)``; they arrive with the replies of steps and resets (also replies dropped
+        as late after a ``reset``, and what a game sent before it crashed). Stats of the games'
+        last replies remain readable after :meth:`close`.
+
+        Returns:
+            ``{key: [(value, method), ...]}`` merged over the games: one game's values in
+            arrival order, games in the order their replies were received.
+        """
+        collected, self._stats = self._stats, {}
+        return collected
+
     def close_extras(self, **kwargs: Any) -> None:
         """Close every game (workers get ``shutdown_timeout`` seconds) and free shared memory."""
         if not self._finalizer.alive:
@@ -674,8 +700,13 @@ class UnityVectorEnv(VectorEnv):
                     raise error
 
     def _accept(self, reply: WorkerReply, *, raise_errors: bool = True) -> BaseException | None:
-        """File a reply: log its events, merge its timers, keep it if it is the current one."""
+        """File a reply: log its events, merge its timers and stats, keep it if it is current."""
         reply.log_events(logger)
+        if reply.stats:
+            for key, received in reply.stats.items():
+                self._stats.setdefault(key, []).extend(
+                    (value, StatsAggregationMethod(method)) for value, method in received
+                )
         if reply.timer_tree is not None:
             merge_timer_tree(reply.timer_tree, root_name="vector_workers", is_parallel=True)
         worker = reply.worker

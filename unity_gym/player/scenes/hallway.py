@@ -22,8 +22,24 @@ Physics and layout (simpler than PhysX; Unity's z is y here): a hallway 19 wide 
 the O block (4 wide, 1 deep) at (U(-3, 3), U(-5, 5)), the X block at (0, U(-5, 5)) (Unity moves
 the unused one out of the level); the two 4 x 4 goals at (7, 22.29) and (-7, 22.29) in a random
 order; the agent (a disc of radius 0.5) at (U(-3, 3), -15 + U(-5, 5)) with a random heading. The
-agent accelerates towards 4 units/s, turns 3 degrees per step and is stopped by the walls and the
-symbol block.
+agent turns 3 degrees per step and is stopped by the walls, the symbol block and the goals.
+
+Movement follows Unity's setup (ml-agents ``Project/Assets/ML-Agents/Examples/Hallway``), not a
+speed cap: ``HallwayAgent.MoveAgent`` adds ``agentRunSpeed`` = 1.5 (``Hallway.unity``,
+``HallwaySettings``) to the velocity along the facing direction with ``ForceMode.VelocityChange``
+for actions 1 (forward) and 2 (backward, -1.5), on every 0.02 s physics step (decision period 6,
+actions between decisions); actions 3 and 4 rotate by 150 degrees/s (3 per step) and leave the
+world-frame velocity as it is. The agent's Rigidbody (``SymbolFinderArea.prefab``) has mass 25
+(no effect on a VelocityChange) and ``m_Drag`` 2, which PhysX applies as a factor
+1 - 2 * 0.02 = 0.96 per step. Friction: the agent's and the floor's colliders have no material
+(``m_Material: {fileID: 0}``), so they use Unity's default, documented (Unity Manual, Physic
+Material) as dynamic friction 0.6, bounciness 0 and Friction Combine Average: 0.6. Under gravity
+9.81 x the scene's ``gravityMultiplier`` 2, kinetic friction takes 0.6 * 19.62 * 0.02 = 0.235
+units/s off the speed per step. Per step: v' = max(|v + push| * 0.96 - 0.235, 0) along
+v + push, which levels off near 30 units/s (0.6 units per step); this is a simplified PhysX
+model, not checked against a Unity build. Moves are split into sub-steps of at most 0.25 units,
+so that no speed carries the agent through a wall, the symbol block or a goal; a contact removes
+the velocity into the obstacle (bounciness 0).
 """
 
 from __future__ import annotations
@@ -48,9 +64,32 @@ WRONG_REWARD = -0.1
 HALL_X = 9.5
 HALL_Y = 24.75
 AGENT_RADIUS = 0.5
-RUN_SPEED = 4.0
-AGENT_DAMPING = 0.8  # velocity kept per step; a push adds (1 - damping) * run speed
-TURN_DEGREES_PER_STEP = 3.0
+FIXED_DELTA_TIME = 0.02  # the scene's fixedDeltaTime override (Hallway.unity)
+#: ``HallwaySettings.agentRunSpeed`` (Hallway.unity): the velocity change per push step.
+AGENT_RUN_SPEED = 1.5
+#: The agent Rigidbody's ``m_Drag`` (SymbolFinderArea.prefab); PhysX keeps 1 - drag * dt per step.
+AGENT_DRAG = 2.0
+DRAG_FACTOR = 1.0 - AGENT_DRAG * FIXED_DELTA_TIME
+#: ``gravityMultiplier`` of the scene's project-settings override (Hallway.unity).
+GRAVITY_MULTIPLIER = 2.0
+GRAVITY = 9.81 * GRAVITY_MULTIPLIER
+#: Dynamic friction of Unity's default physics material (agent and floor, combine Average).
+DYNAMIC_FRICTION = 0.6
+#: Speed that kinetic friction removes per step (units/s).
+FRICTION_PER_STEP = DYNAMIC_FRICTION * GRAVITY * FIXED_DELTA_TIME
+#: The speed at which a push every step is balanced by drag and friction (about 30 units/s).
+TOP_SPEED = (AGENT_RUN_SPEED * DRAG_FACTOR - FRICTION_PER_STEP) / (1.0 - DRAG_FACTOR)
+#: ``HallwayAgent.MoveAgent`` rotates 150 degrees/s.
+TURN_DEGREES_PER_STEP = 150.0 * FIXED_DELTA_TIME
+#: The longest move of one collision sub-step (units).
+MAX_SUBSTEP = 0.25
+#: The heuristic's speed limit (units/s), its assumed braking (units/s^2), the largest angle
+#: (degrees) between its facing and the velocity error at which it pushes, and the velocity error
+#: it accepts without acting.
+HEURISTIC_SPEED = 12.0
+HEURISTIC_BRAKING = 20.0
+HEURISTIC_ALIGN_DEGREES = 25.0
+HEURISTIC_TOLERANCE = 2.0
 SYMBOL_HALF = np.array([2.0, 0.5])
 GOAL_HALF = 2.0
 GOAL_X = 7.0
@@ -88,7 +127,7 @@ class HallwayScene(Scene):
         "remember a symbol, go to its goal (rays 105 + vector 3 stacked, discrete 5, 16 agents)"
     )
     default_area_count = 16
-    fixed_delta_time = 0.02
+    fixed_delta_time = FIXED_DELTA_TIME
     option_specs = (
         SceneOption("max_step", int, MAX_STEP, "episode limit in agent steps (Unity's MaxStep)"),
     )
@@ -176,32 +215,46 @@ class HallwayScene(Scene):
         continuous: np.ndarray,
         discrete: np.ndarray,
     ) -> None:
-        """Turn and push the agent; every executed action costs 1/max step."""
+        """Turn the agent and push it (a velocity change of 1.5 along its facing); every executed
+        action costs 1/max step."""
         action = _ACTIONS[np.clip(discrete[:, 0], 0, len(_ACTIONS) - 1)]
         heading = self.heading[slots] + np.radians(TURN_DEGREES_PER_STEP) * action[:, 1]
         self.heading[slots] = heading
-        push = _unit(heading) * action[:, 0:1]
-        self.velocity[slots] += push * (RUN_SPEED * (1.0 - AGENT_DAMPING))
+        self.velocity[slots] += _unit(heading) * (AGENT_RUN_SPEED * action[:, 0:1])
         batch.add_reward(slots, -1.0 / self.max_step)
 
     def after_academy_step(self) -> None:
-        """Move the agents; walls and symbol blocks stop them; goals end episodes."""
-        limit = np.array([HALL_X - AGENT_RADIUS, HALL_Y - AGENT_RADIUS])
-        moved = np.clip(self.position + self.velocity * self.fixed_delta_time, -limit, limit)
-        normal, depth = disc_box_contact(moved, self.symbol_position, SYMBOL_HALF)
-        moved += normal * depth[:, None]
-        pressing = np.einsum("ij,ij->i", self.velocity, normal)
-        self.velocity -= normal * np.where(depth > 0.0, np.minimum(pressing, 0.0), 0.0)[:, None]
-        self.position = moved
-        self.velocity *= AGENT_DAMPING
-        areas = np.arange(moved.shape[0])
-        touching = np.stack(
-            [
-                disc_box_contact(moved, centres, np.array([GOAL_HALF, GOAL_HALF]))[1] > 0.0
-                for centres in np.moveaxis(self.goal_centres(areas), 1, 0)
-            ],
-            axis=1,
+        """Drag and friction, then the move; walls, symbol blocks and goals stop the agents, and
+        touching a goal ends the episode."""
+        speed = np.sqrt(np.einsum("ij,ij->i", self.velocity, self.velocity))
+        slowed = np.maximum(speed * DRAG_FACTOR - FRICTION_PER_STEP, 0.0)
+        self.velocity *= np.where(speed > 0.0, slowed / np.maximum(speed, 1e-12), 0.0)[:, None]
+        areas = np.arange(self.position.shape[0])
+        goals = np.moveaxis(self.goal_centres(areas), 1, 0)
+        goal_half = np.array([GOAL_HALF, GOAL_HALF])
+        touching = np.zeros((areas.size, 2), dtype=bool)
+        substeps = max(
+            1, int(np.ceil(slowed.max(initial=0.0) * self.fixed_delta_time / MAX_SUBSTEP))
         )
+        dt = self.fixed_delta_time / substeps
+        limit = np.array([HALL_X - AGENT_RADIUS, HALL_Y - AGENT_RADIUS])
+        for _ in range(substeps):
+            moved = self.position + self.velocity * dt
+            clipped = np.clip(moved, -limit, limit)
+            # A wall removes the velocity into it.
+            self.velocity = np.where(clipped != moved, 0.0, self.velocity)
+            moved = clipped
+            for side, (centres, half) in enumerate(
+                [(self.symbol_position, SYMBOL_HALF), (goals[0], goal_half), (goals[1], goal_half)]
+            ):
+                normal, depth = disc_box_contact(moved, centres, half)
+                hit = depth > 0.0
+                moved += normal * depth[:, None]
+                pressing = np.minimum(np.einsum("ij,ij->i", self.velocity, normal), 0.0)
+                self.velocity -= normal * np.where(hit, pressing, 0.0)[:, None]
+                if side > 0:
+                    touching[:, side - 1] |= hit
+            self.position = moved
         reached = touching.any(axis=1)
         if not reached.any():
             return
@@ -220,18 +273,36 @@ class HallwayScene(Scene):
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Privileged script (knows the symbol): pass below the symbol to the side of the right
-        goal, then go up to it."""
+        goal, then go up to it.
+
+        It steers the velocity, not just the heading: the wanted velocity points at the target,
+        at most ``HEURISTIC_SPEED`` and slow enough near a lane corner to stop there
+        (``HEURISTIC_BRAKING``); the agent pushes forward or backward when the velocity error
+        lies along its facing, coasts when the error is small, and otherwise turns.
+        """
         agent = self.position[slots]
         goal = self.goal_centres(slots)[np.arange(slots.size), self.symbol[slots]]
         lane = np.stack([goal[:, 0], self.symbol_position[slots, 1] - 2.5], axis=1)
         early = (agent[:, 1] < lane[:, 1] + 0.5) & (np.abs(agent[:, 0] - goal[:, 0]) > 1.0)
         target = np.where(early[:, None], lane, goal)
         wanted = target - agent
-        angle = np.arctan2(wanted[:, 1], wanted[:, 0]) - self.heading[slots]
-        angle = (angle + np.pi) % (2.0 * np.pi) - np.pi
-        action = np.where(
-            np.abs(angle) > np.radians(10.0),
-            np.where(angle > 0.0, 4, 3),
-            1,
+        distance = np.sqrt(np.einsum("ij,ij->i", wanted, wanted))
+        # Into the goal at full speed; to a lane corner slowly enough to stop there.
+        cap = np.where(
+            early,
+            np.minimum(HEURISTIC_SPEED, np.sqrt(2.0 * HEURISTIC_BRAKING * distance)),
+            HEURISTIC_SPEED,
         )
+        error = wanted / np.maximum(distance, 1e-9)[:, None] * cap[:, None] - self.velocity[slots]
+        facing = _unit(self.heading[slots])
+        along = np.einsum("ij,ij->i", error, facing)
+        across = facing[:, 0] * error[:, 1] - facing[:, 1] * error[:, 0]
+        # The angle of the error's line to the facing, folded into [-90, 90] degrees.
+        angle = np.arctan2(across * np.sign(along + 1e-12), np.abs(along))
+        action = np.where(
+            np.abs(angle) > np.radians(HEURISTIC_ALIGN_DEGREES),
+            np.where(angle > 0.0, 4, 3),
+            np.where(along > 0.0, 1, 2),
+        )
+        action = np.where(np.hypot(along, across) < HEURISTIC_TOLERANCE, 0, action)
         return np.zeros((slots.size, 0), np.float32), action[:, None].astype(np.int32)

@@ -19,8 +19,12 @@ reset the area. No individual rewards, no environment parameters.
 Simplifications: the arena, the agents' motion and the pushing come from
 :mod:`~unity_gym.player.scenes.pushblock` (square arena of side 24 with a goal strip 4 deep along
 ``+y``, agents are discs of radius 0.5). A block moves only while at least as many agents push it
-(touch it while moving into it) as its size needs; it then takes their mean push and glides with
-drag. Blocks do not collide with each other and agents do not collide with each other (agents do
+(touch it while moving into it) as its size needs; it then shares their push as an inelastic
+contact with its mass (the prefab's 10, 100 and 150) and slides on with drag 0.5 and friction.
+Motion is PushBlock's per-step rule (agent drag 4, ``agentRunSpeed`` 3 per step) with this
+scene's ``gravityMultiplier`` 1.5 (g = 14.715) and Unity's default material friction 0.6 (the
+scene leaves the ground's material alone), top speed about 32 units/s. Blocks do not collide
+with each other and agents do not collide with each other (agents do
 collide with blocks). The grid is centred on the agent (its rows run from ahead to behind, its
 columns from left to right), each cell reports the one tag it overlaps with priority very large >
 large > small block > agent > wall > goal, the agent does not see itself. Areas reset with blocks
@@ -40,13 +44,19 @@ from ..errors import PlayerError
 from ..specs import ActionSpec, BehaviorSpec, Compression, DecisionSettings, SensorSpec
 from .base import Scene, SceneOption
 from .pushblock import (
-    AGENT_DAMPING,
+    AGENT_DRAG,
     AGENT_RADIUS,
     ARENA_HALF,
+    DEFAULT_MATERIAL_FRICTION,
     GOAL_LINE,
+    GRAVITY,
+    clamp_to_arena,
     disc_box_contact,
+    inelastic_push,
     push_actions,
+    slide,
     steer_to_push,
+    substep_count,
     unit_vectors,
 )
 from .registry import register_scene
@@ -68,7 +78,14 @@ AGENTS_PER_AREA = 3
 BLOCK_HALF = np.array([0.5, 0.5, 1.0, 1.0, 1.5, 1.5])
 BLOCK_PUSHERS = np.array([1, 1, 2, 2, 3, 3])
 BLOCK_VALUE = np.array([1.0, 1.0, 2.0, 2.0, 3.0, 3.0])
+#: Block Rigidbodies in PushBlockCollabAreaGrid.prefab: ``m_Mass`` 10 (Block_Small, scale 1),
+#: 100 (Block_Large, scale 2), 150 (Block_VeryLarge, scale 3), ``m_Drag: 0.5`` for all.
+BLOCK_MASS = np.array([10.0, 10.0, 100.0, 100.0, 150.0, 150.0])
 BLOCK_DRAG = 0.5
+#: ``gravityMultiplier: 1.5`` of the settings object in PushBlockCollab.unity (g = 14.715).
+GRAVITY_MULTIPLIER = 1.5
+#: The scene leaves every material at Unity's default (friction 0.6, combine Average).
+FRICTION = DEFAULT_MATERIAL_FRICTION
 WALL_THICKNESS = 1.0
 GRID_SIZE = 20
 GRID_TAGS = ("wall", "agent", "goal", "blockSmall", "blockLarge", "blockVeryLarge")
@@ -139,7 +156,6 @@ class PushBlockCollabScene(Scene):
         )
         #: Blocks scored since start-up, by size (small, large, very large).
         self.scored = np.zeros(3, dtype=np.int64)
-        self._block_damping = 1.0 / (1.0 + BLOCK_DRAG * self.fixed_delta_time)
 
     # ---- area reset and episodes -------------------------------------------------------------
 
@@ -251,49 +267,60 @@ class PushBlockCollabScene(Scene):
             self.reset_areas(done)
 
     def _move(self) -> None:
-        """Agents move; blocks move when enough agents push them; walls stop both."""
+        """Drag and friction, then sub-steps: agents push the blocks they have enough pushers
+        for, cannot enter blocks, and walls stop agents and blocks."""
         dt = self.fixed_delta_time
         n, na, nb = self.ctx.area_count, AGENTS_PER_AREA, BLOCK_HALF.size
-        agent = self.agent_position + self.agent_velocity * dt
-        block_velocity = self.block_velocity * self._block_damping
-        block = self.block_position + block_velocity * dt
-        # Every agent against every block of its area.
+        loss = FRICTION * GRAVITY * GRAVITY_MULTIPLIER * dt
+        agent_velocity = slide(self.agent_velocity, AGENT_DRAG * dt, loss)
+        block_velocity = slide(self.block_velocity, BLOCK_DRAG * dt, loss)
+        block_velocity *= self.active[:, :, None]
+        agent, block = self.agent_position.copy(), self.block_position.copy()
         pairs = (n, na, nb)
-        half = np.broadcast_to(BLOCK_HALF[None, None, :, None], (*pairs, 1))
-        normal, depth = disc_box_contact(
-            np.broadcast_to(agent[:, :, None, :], (*pairs, 2)).reshape(-1, 2),
-            np.broadcast_to(block[:, None, :, :], (*pairs, 2)).reshape(-1, 2),
-            half.reshape(-1, 1),
-        )
-        normal = normal.reshape(*pairs, 2)
-        depth = depth.reshape(pairs) * self.active[:, None, :]
-        pushing = -np.einsum("najc,najc->naj", self.agent_velocity[:, :, None, :], normal)
-        gliding = -np.einsum("njc,najc->naj", block_velocity, normal)
-        pusher = (depth > 0.0) & (pushing > 0.0)
-        count = pusher.sum(axis=1)
-        movable = count >= BLOCK_PUSHERS
-        moving = pusher & movable[:, None, :]
-        share = np.where(moving, 1.0, 0.0) / np.maximum(count, 1)[:, None, :]
-        # A pushed block gives way to its pushers and takes their mean push.
-        block -= np.einsum("naj,najc->njc", share * depth, normal)
-        boost = share * np.maximum(pushing - gliding, 0.0)
-        block_velocity -= np.einsum("naj,najc->njc", boost, normal)
-        bound = ARENA_HALF - BLOCK_HALF[None, :, None]
-        stopped = (np.abs(block) > bound).any(axis=2)
-        block = np.clip(block, -bound, bound)
-        block_velocity[stopped] = 0.0
-        # Agents cannot stay inside blocks that did not give way.
-        flat = agent.reshape(-1, 2)
-        for j in range(nb):
-            centre = np.repeat(block[:, j], na, axis=0)
-            normal_j, depth_j = disc_box_contact(
-                flat, centre, np.full((flat.shape[0], 1), BLOCK_HALF[j])
+        half = np.broadcast_to(BLOCK_HALF[None, None, :, None], (*pairs, 1)).reshape(-1, 1)
+        block_bound = ARENA_HALF - BLOCK_HALF[None, :, None]
+        agent_bound = ARENA_HALF - AGENT_RADIUS
+        block_mass = np.broadcast_to(BLOCK_MASS, (n, nb))
+        substeps = substep_count(agent_velocity, block_velocity, dt)
+        for _ in range(substeps):
+            agent += agent_velocity * (dt / substeps)
+            block += block_velocity * (dt / substeps)
+            # Every agent against every block of its area.
+            normal, depth = disc_box_contact(
+                np.broadcast_to(agent[:, :, None, :], (*pairs, 2)).reshape(-1, 2),
+                np.broadcast_to(block[:, None, :, :], (*pairs, 2)).reshape(-1, 2),
+                half,
             )
-            depth_j *= np.repeat(self.active[:, j], na)
-            flat = flat + normal_j * depth_j[:, None]
-        limit = ARENA_HALF - AGENT_RADIUS
-        self.agent_position = np.clip(flat.reshape(n, na, 2), -limit, limit)
-        self.agent_velocity = self.agent_velocity * AGENT_DAMPING
+            normal = normal.reshape(*pairs, 2)
+            depth = depth.reshape(pairs) * self.active[:, None, :]
+            relative = agent_velocity[:, :, None, :] - block_velocity[:, None, :, :]
+            pusher = (depth > 0.0) & (np.einsum("najc,najc->naj", relative, normal) < 0.0)
+            count = pusher.sum(axis=1)
+            moving = pusher & (count >= BLOCK_PUSHERS)[:, None, :]
+            # Enough pushers: they share their push with the block, which gives way.
+            agent_velocity, block_velocity = inelastic_push(
+                agent_velocity, block_velocity, normal, moving, block_mass
+            )
+            share = np.where(moving, depth, 0.0) / np.maximum(moving.sum(axis=1), 1)[:, None, :]
+            block -= np.einsum("naj,najc->njc", share, normal)
+            block, block_velocity = clamp_to_arena(block, block_velocity, block_bound)
+            # Agents cannot stay inside (or run on into) blocks that did not give way.
+            for j in range(nb):
+                normal_j, depth_j = disc_box_contact(
+                    agent.reshape(-1, 2),
+                    np.repeat(block[:, j], na, axis=0),
+                    np.full((n * na, 1), BLOCK_HALF[j]),
+                )
+                normal_j = normal_j.reshape(n, na, 2)
+                depth_j = depth_j.reshape(n, na) * self.active[:, j, None]
+                agent += normal_j * depth_j[..., None]
+                closing = -np.einsum(
+                    "nac,nac->na", agent_velocity - block_velocity[:, j, None, :], normal_j
+                )
+                stop = np.where(depth_j > 0.0, np.maximum(closing, 0.0), 0.0)
+                agent_velocity = agent_velocity + normal_j * stop[..., None]
+            agent, agent_velocity = clamp_to_arena(agent, agent_velocity, agent_bound)
+        self.agent_position, self.agent_velocity = agent, agent_velocity
         self.block_position = np.where(self.active[:, :, None], block, self.block_position)
         self.block_velocity = np.where(self.active[:, :, None], block_velocity, 0.0)
 
@@ -310,7 +337,9 @@ class PushBlockCollabScene(Scene):
         action = steer_to_push(
             self.agent_position[areas, me],
             self.heading[areas, me],
+            self.agent_velocity[areas, me],
             self.block_position[areas, target],
             BLOCK_HALF[target],
+            FRICTION * GRAVITY * GRAVITY_MULTIPLIER * self.fixed_delta_time,
         )
         return np.zeros((slots.size, 0), np.float32), action[:, None]

@@ -25,21 +25,39 @@ cell's centre. The agent gets a random whole-degree heading; the switch is off (
 pyramid spawns at a random spot of its cell; touching it again does nothing until the next
 episode.
 
-Simplifications (2-D physics instead of PhysX): the arena is a square of side 90 with walls at
-+-45 plus four cross-shaped walls (arms 15 long) at (+-16.5, +-16.5) between the spawn cells (the
-prefab's ``CruciformWall``; the four-fold symmetric placement is assumed). The agent is a disc of
-radius 0.5 that gains 2 units/s per forward/backward action (Unity's velocity change) and keeps
-0.85 of its velocity per step (a stronger damping than Unity's drag and friction, so the top
-speed is about 11 units/s), and turns 4 degrees per step (200 degrees/s). The switch (side 2),
-the stone pyramids and the pyramid (side 3) are fixed square obstacles; stone pyramids never
-topple. A standing pyramid shows its bricks (tag ``block``); any touch topples it: its bricks
-are no longer modelled and its gold brick (side 1, tag ``goal``) lands 1.5 beyond the pyramid's
-centre, away from the agent. All three ray sensors see the same objects in the plane (Unity
-tilts the second and third sensors upwards, by 5 and 10 units over the ray length; that is not
-modelled).
+Arena and motion, from ``Examples/Pyramids/Prefabs/AreaPB.prefab`` and the project settings:
+the inner faces of the ``OuterWalls`` colliders lie at x = +-49.5 (and z = +49.1 / -49.6, taken
+as +-49.5 here). Four ``CruciformWall`` crosses (arms 15.15 long) stand at (+-16.55, +-16.56)
+and eight ``SideWall`` stubs (14.5 long) run from the outer walls to +-35 along the lines +-16.5,
+so the walls make 3 x 3 rooms joined by doorways (about 11 wide between a stub and a cross, 18
+between two crosses). The agent's Rigidbody has ``m_Drag`` 2, and PhysX keeps ``1 - drag * dt``
+= 0.96 of the velocity per 0.02 s step (``Time.fixedDeltaTime``, ``TimeManager.asset``).
+``PyramidAgent.MoveAgent`` adds a velocity change of 2 along the agent's forward axis per
+forward/backward action (``ForceMode.VelocityChange``), on every step (``DecisionRequester``:
+period 5, actions between decisions), and turns 200 degrees/s (4 per step); the velocity stays
+in the world frame while the agent turns. The box slides on the floor, with kinetic friction
+0.6 (Unity's built-in default material, a value no repository file gives;
+``m_DefaultMaterial`` is unset in ``DynamicsManager.asset``) times gravity 9.81
+(``m_Gravity``): per step the speed drops by 0.6 * 9.81 * 0.02, stopping at zero. Top speed
+is about 45 units/s (0.9 per step); 30 units from rest take about 55 steps. Moves are split
+into sub-steps of at most 0.25 (half the agent's radius), so no wall or obstacle is crossed
+at any speed.
+
+Simplifications (2-D physics instead of PhysX): the walls are segments without thickness (1
+thick in Unity) and the agent is a disc of radius 0.5 (a 1 x 1 x 1 box in Unity, whose
+rotation is frozen); hitting a wall removes the velocity into it, without friction along it
+or bounce. The drop from the spawn height (y = 2) is not modelled. The switch (side 4, the
+prefab's collider, pressed by touching it), the stone pyramids and the pyramid (side 3) are
+fixed square obstacles; stone pyramids never topple. A standing pyramid shows its bricks (tag
+``block``); any touch topples it: its bricks are no longer modelled and its gold brick (side 1, tag
+``goal``) lands 1.5 beyond the pyramid's centre, away from the agent. All three ray sensors
+see the same objects in the plane (Unity tilts the second and third sensors upwards, by 5 and
+10 units over the ray length; that is not modelled).
 
 The scripted ``heuristic`` reads the area's state: it follows a grid path around walls and
-obstacles to the switch, then to the pyramid, then to the gold brick.
+obstacles to the switch, then to the pyramid, then to the gold brick, keeps its speed below
+30 units/s and below twice the path length left, and brakes (backward) when too fast or before
+turning while it moves forward fast.
 """
 
 from __future__ import annotations
@@ -60,14 +78,27 @@ __all__ = ["PyramidsScene"]
 BEHAVIOR = "Pyramids"
 MAX_STEP = 5000
 GOLD_REWARD = 2.0
-ARENA_HALF = 45.0
+#: Inner faces of the outer walls (``AreaPB`` ``OuterWalls``: +-49.5 in x; 49.1 / -49.6 in z).
+ARENA_HALF = 49.5
 CELL_SPACING = 30.0
 SPAWN_RANGE = 25.0 / 2.1
+#: Centres of the four ``CruciformWall`` crosses and the length of each of their two arms.
+CROSS_CENTRE = (16.55, 16.56)
+CROSS_ARM = 15.15
+#: The eight ``SideWall`` stubs: on the lines +-16.5, from the outer wall inwards to +-35.
+STUB_LINE = 16.5
+STUB_END = 35.0
 AGENT_RADIUS = 0.5
 VELOCITY_CHANGE = 2.0
-DAMPING = 0.85
+#: The agent's Rigidbody ``m_Drag``; PhysX keeps ``1 - drag * dt`` of the velocity per step.
+DRAG = 2.0
+#: Dynamic friction of Unity's default physics material, and ``m_Gravity``.
+FRICTION = 0.6
+GRAVITY = 9.81
+#: The largest move of one collision sub-step (half the agent's radius: no tunnelling).
+MAX_SUBSTEP = 0.25
 TURN_DEGREES_PER_STEP = 4.0
-SWITCH_HALF = 1.0
+SWITCH_HALF = 2.0  # the AreaPB prefab's switch BoxCollider: 4 x 4 x 4 (size 400 at scale 0.01)
 PYRAMID_HALF = 1.5
 GOLD_HALF = 0.5
 GOLD_DROP = 1.5
@@ -96,13 +127,20 @@ CELL_CENTRES = np.array(
 
 
 def _wall_segments() -> np.ndarray:
-    """Outer walls and the arms of the four crosses as ``[x0, y0, x1, y1]`` rows."""
+    """Outer walls (first four), the arms of the four crosses and the eight stubs as
+    ``[x0, y0, x1, y1]`` rows."""
     h = ARENA_HALF
     rows = [[-h, -h, h, -h], [h, -h, h, h], [h, h, -h, h], [-h, h, -h, -h]]
-    for cx in (-16.5, 16.5):
-        for cy in (-16.5, 16.5):
-            rows.append([cx - 7.5, cy, cx + 7.5, cy])
-            rows.append([cx, cy - 7.5, cx, cy + 7.5])
+    arm = CROSS_ARM / 2.0
+    for sx in (-1.0, 1.0):
+        for sy in (-1.0, 1.0):
+            cx, cy = sx * CROSS_CENTRE[0], sy * CROSS_CENTRE[1]
+            rows.append([cx - arm, cy, cx + arm, cy])
+            rows.append([cx, cy - arm, cx, cy + arm])
+    for line in (-STUB_LINE, STUB_LINE):
+        for side in (-1.0, 1.0):
+            rows.append([side * STUB_END, line, side * h, line])
+            rows.append([line, side * STUB_END, line, side * h])
     return np.array(rows)
 
 
@@ -114,10 +152,22 @@ _GRID_CENTRES = np.arange(_GRID) - ARENA_HALF + 0.5
 _CLEARANCE = AGENT_RADIUS + 0.6
 _NEIGHBOURS = [(dx, dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1) if dx or dy]
 _LOOKAHEAD = 6
+#: Heuristic speed control: a cap, a limit per unit of path left, and the excess that brakes.
+_TOP_SPEED = 30.0
+_SPEED_PER_UNIT = 2.0
+_BRAKE_SPEED = 8.0
 
 
 def _unit(angles: np.ndarray) -> np.ndarray:
     return np.stack([np.cos(angles), np.sin(angles)], axis=-1)
+
+
+def _slowed(velocity: np.ndarray, loss: float) -> np.ndarray:
+    """``velocity`` ``(n, 2)`` with each speed reduced by ``loss``, stopping at zero (kinetic
+    friction never reverses the motion)."""
+    speed = np.sqrt(np.einsum("ij,ij->i", velocity, velocity))
+    scale = np.maximum(speed - loss, 0.0) / np.maximum(speed, 1e-12)
+    return velocity * scale[:, None]
 
 
 def _static_blocked() -> np.ndarray:
@@ -340,36 +390,51 @@ class PyramidsScene(Scene):
         batch.add_reward(slots, -1.0 / self.options["max_step"])
 
     def after_academy_step(self) -> None:
-        """Move the agents, resolve walls and obstacles, press switches, topple pyramids, score."""
-        position = self.agent_position + self.agent_velocity * self.fixed_delta_time
-        velocity = self.agent_velocity * DAMPING
-        position, velocity = self._resolve_walls(position, velocity)
-        for stone in range(STONE_COUNT):
-            position, velocity, _ = self._resolve_box(
-                position, velocity, self.stone_positions[:, stone], PYRAMID_HALF, None
-            )
-        position, velocity, pressed = self._resolve_box(
-            position, velocity, self.switch_position, SWITCH_HALF, None
-        )
+        """Damp, slow and move the agents in collision sub-steps; press, topple and score."""
+        dt = self.fixed_delta_time
+        velocity = _slowed(self.agent_velocity * (1.0 - DRAG * dt), FRICTION * GRAVITY * dt)
+        position = self.agent_position.copy()
+        travel = float(np.sqrt(np.einsum("ij,ij->i", velocity, velocity)).max(initial=0.0)) * dt
+        substeps = max(1, int(np.ceil(travel / MAX_SUBSTEP)))
         standing = self.pyramid_state == STANDING
-        position, velocity, toppled = self._resolve_box(
-            position, velocity, self.pyramid_position, PYRAMID_HALF, standing
-        )
+        fallen = self.pyramid_state == TOPPLED
+        n = position.shape[0]
+        pressed = np.zeros(n, dtype=bool)
+        toppled = np.zeros(n, dtype=bool)
+        scored = np.zeros(n, dtype=bool)
+        for _ in range(substeps):
+            position += velocity * (dt / substeps)
+            position, velocity = self._resolve_walls(position, velocity)
+            for stone in range(STONE_COUNT):
+                position, velocity, _ = self._resolve_box(
+                    position, velocity, self.stone_positions[:, stone], PYRAMID_HALF, None
+                )
+            position, velocity, touching = self._resolve_box(
+                position, velocity, self.switch_position, SWITCH_HALF, None
+            )
+            pressed |= touching
+            position, velocity, touching = self._resolve_box(
+                position, velocity, self.pyramid_position, PYRAMID_HALF, standing
+            )
+            toppled |= touching
+            _, depth = _disc_box(position, self.gold_position, GOLD_HALF)
+            scored |= fallen & (depth > -1e-6)
         self.agent_position = position
         self.agent_velocity = velocity
         self._topple(np.flatnonzero(toppled))
         self._press(np.flatnonzero(pressed & ~self.switch_on))
-        _, depth = _disc_box(position, self.gold_position, GOLD_HALF)
-        scored = np.flatnonzero((self.pyramid_state == TOPPLED) & (depth > -1e-6))
-        if scored.size:
-            self.golds += int(scored.size)
+        winners = np.flatnonzero(scored)
+        if winners.size:
+            self.golds += int(winners.size)
             batch = self.ctx.batch(BEHAVIOR)
-            batch.set_reward(scored, GOLD_REWARD)
-            batch.end_episode(scored)
+            batch.set_reward(winners, GOLD_REWARD)
+            batch.end_episode(winners)
 
     def _resolve_walls(
         self, position: np.ndarray, velocity: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
+        """Push agents out of the inner walls and back inside the outer ones; the velocity
+        into a wall is removed (the agent slides along it)."""
         limit = ARENA_HALF - AGENT_RADIUS
         for x0, y0, x1, y1 in WALLS[4:]:
             start = np.array([x0, y0])
@@ -439,12 +504,17 @@ class PyramidsScene(Scene):
         for row, area in enumerate(slots.tolist()):
             target, half = self._target(area)
             agent = self.agent_position[area]
-            waypoint = self._waypoint(area, target, half)
+            waypoint, remaining = self._waypoint(area, target, half)
             wanted = waypoint - agent
             angle = np.arctan2(wanted[1], wanted[0]) - self.heading[area]
             angle = (angle + np.pi) % (2.0 * np.pi) - np.pi
+            # Forward speed (Unity's velocity stays in the world frame while the agent turns).
+            along = float(self.agent_velocity[area] @ _unit(self.heading[area]))
+            limit = min(_TOP_SPEED, _SPEED_PER_UNIT * max(remaining, 1.0))
             if abs(angle) < np.radians(15.0):
-                actions[row] = 1
+                actions[row] = 1 if along < limit else (2 if along > limit + _BRAKE_SPEED else 0)
+            elif along > _BRAKE_SPEED:
+                actions[row] = 2  # brake before turning: the momentum would carry it off
             else:
                 actions[row] = 4 if angle > 0.0 else 3
         return np.zeros((slots.size, 0), np.float32), actions[:, None]
@@ -457,8 +527,9 @@ class PyramidsScene(Scene):
             return self.pyramid_position[area], PYRAMID_HALF
         return self.switch_position[area], SWITCH_HALF
 
-    def _waypoint(self, area: int, target: np.ndarray, half: float) -> np.ndarray:
-        """A point a few grid cells down the shortest path from the agent to ``target``."""
+    def _waypoint(self, area: int, target: np.ndarray, half: float) -> tuple[np.ndarray, float]:
+        """A point a few grid cells down the shortest path from the agent to ``target``, and the
+        path length left (from the agent's grid cell)."""
         key = (int(self.episodes[area]), int(self.pyramid_state[area]), *target.round(3).tolist())
         cached = self._paths.get(area)
         if cached is None or cached[0] != key:
@@ -473,9 +544,11 @@ class PyramidsScene(Scene):
             self._paths[area] = cached
         dist, blocked = cached[1], cached[2]
         agent = self.agent_position[area]
-        if np.max(np.abs(agent - target)) < half + 2.0 and _clear_line(blocked, agent, target):
-            return target
         ix, iy = (np.clip(np.floor(agent + ARENA_HALF), 0, _GRID - 1)).astype(int)
+        remaining = float(dist[ix, iy]) if np.isfinite(dist[ix, iy]) else 0.0
+        near = np.max(np.abs(agent - target)) < half + 2.0
+        if near and _clear_line(blocked, agent, target):
+            return target, remaining
         path: list[np.ndarray] = []
         for _ in range(_LOOKAHEAD):
             best = (dist[ix, iy], ix, iy)
@@ -488,9 +561,9 @@ class PyramidsScene(Scene):
             ix, iy = best[1], best[2]
             path.append(np.array([_GRID_CENTRES[ix], _GRID_CENTRES[iy]]))
         if not path:
-            return target
+            return target, remaining
         # The farthest path cell in a straight, unobstructed line (no cutting round corners).
         for waypoint in reversed(path[1:]):
             if _clear_line(blocked, agent, waypoint):
-                return waypoint
-        return path[0]
+                return waypoint, remaining
+        return path[0], remaining
