@@ -72,6 +72,31 @@ class FrontRows:
     final_action_mask: np.ndarray | None
     group_ids: np.ndarray | None
 
+    @classmethod
+    def first(
+        cls,
+        agents: np.ndarray,
+        observations: list[np.ndarray],
+        action_mask: np.ndarray | None,
+        group_ids: np.ndarray | None,
+        reports_group_rewards: bool,
+    ) -> FrontRows:
+        """Rows just after a reset: no reward, nothing done, nothing valid."""
+        n = len(agents)
+        return cls(
+            agents=agents,
+            observations=observations,
+            action_mask=action_mask,
+            rewards=np.zeros(n, dtype=np.float32),
+            group_rewards=np.zeros(n, dtype=np.float32) if reports_group_rewards else None,
+            terminated=np.zeros(n, dtype=bool),
+            truncated=np.zeros(n, dtype=bool),
+            valid=np.zeros(n, dtype=bool),
+            final_observations=observations,
+            final_action_mask=action_mask,
+            group_ids=group_ids,
+        )
+
     def take(self, rows: np.ndarray) -> FrontRows:
         """The rows ``rows`` (positions) of this batch."""
 

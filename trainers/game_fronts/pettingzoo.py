@@ -412,20 +412,13 @@ class PettingZooFront(GameFront):
         out = {}
         for behavior_id, state in self._states.items():
             rows = self._env_rows[index][behavior_id]
-            n = len(rows)
             observations, mask = self._rows_now(behavior_id, rows)
-            out[behavior_id] = FrontRows(
-                agents=state.agents[rows],
-                observations=observations,
-                action_mask=mask,
-                rewards=np.zeros(n, dtype=np.float32),
-                group_rewards=np.zeros(n, dtype=np.float32),
-                terminated=np.zeros(n, dtype=bool),
-                truncated=np.zeros(n, dtype=bool),
-                valid=np.zeros(n, dtype=bool),
-                final_observations=observations,
-                final_action_mask=mask,
-                group_ids=state.group_ids[rows].copy(),
+            out[behavior_id] = FrontRows.first(
+                state.agents[rows],
+                observations,
+                mask,
+                state.group_ids[rows].copy(),
+                reports_group_rewards=True,
             )
         return out
 

@@ -119,20 +119,13 @@ class VectorFront(GameFront):
         layout = self.observation_layouts[self.behavior_id]
         obs = layout.split(observations)
         mask = self._mask(infos, self.num_slots)
-        n = self.num_slots
-        group_rewards = infos.get("group_reward") if isinstance(infos, dict) else None
-        whole = FrontRows(
-            agents=np.arange(n, dtype=np.int64),
-            observations=obs,
-            action_mask=mask,
-            rewards=np.zeros(n, dtype=np.float32),
-            group_rewards=None if group_rewards is None else np.zeros(n, dtype=np.float32),
-            terminated=np.zeros(n, dtype=bool),
-            truncated=np.zeros(n, dtype=bool),
-            valid=np.zeros(n, dtype=bool),
-            final_observations=obs,
-            final_action_mask=mask,
-            group_ids=_group_ids(infos, n),
+        reported = isinstance(infos, dict) and infos.get("group_reward") is not None
+        whole = FrontRows.first(
+            np.arange(self.num_slots, dtype=np.int64),
+            obs,
+            mask,
+            _group_ids(infos, self.num_slots),
+            reports_group_rewards=reported,
         )
         if len(self._groups) == 1:
             return [(0, {self.behavior_id: whole})]
