@@ -256,3 +256,38 @@ def _check_peer_run(result: Any) -> None:
     assert all(t[5] == -1.0 or 0.0 <= t[5] <= 1.0 for t in long_run["terminals"])
     assert result["codes"] == [0, 0, 0]
     assert not any(player_alive(pid) for pid in result["pids"]), "no player left behind"
+
+
+def test_agent_and_ball_at_top_speed_stay_inside_the_walls() -> None:
+    """Unity's per-step push (+2 units/s, drag 3, friction 0.6 x 9.81) reaches about 29 units/s;
+    a kicked ball runs at over 40; sub-steps keep both inside the field, bouncing the ball."""
+    from unity_gym.player.scenes.soccer_twos import BALL_RADIUS, KICK_SPEED, TOP_SPEED
+
+    assert pytest.approx((2.0 * 0.94 - 0.6 * 9.81 * 0.02) / 0.06) == TOP_SPEED
+    assert pytest.approx(2000.0 * 0.02 / 3.0) == KICK_SPEED
+
+    def forward(scene: Any, batch: Any, slots: np.ndarray, obs: Any) -> Any:
+        return np.zeros((slots.size, 0), np.float32), np.tile([1, 0, 0], (slots.size, 1))
+
+    played = play(SoccerTwosScene, seed=1, policy=forward, num_agents=4)
+    played.step()
+    scene = played.scene
+    # Blue 0 runs at the side wall (+y) from the centre; the rest out of the way; the ball flies
+    # at the end wall outside the goal mouth.
+    scene.position[0] = [[0.0, 0.0], [-14.0, -7.0], [14.0, 7.0], [14.0, -7.0]]
+    scene.heading[0] = [np.pi / 2, np.pi, 0.0, 0.0]
+    scene.velocity[0] = 0.0
+    scene.ball_position[0] = [10.0, 6.0]
+    scene.ball_velocity[0] = [60.0, 0.0]
+    speeds, ball_x = [], []
+    for _ in range(200):
+        scene.heading[0, 0] = np.pi / 2 if scene.position[0, 0, 1] < 6.0 else -np.pi / 2
+        played.step()
+        speeds.append(np.linalg.norm(scene.velocity[0, 0]))
+        ball_x.append(scene.ball_position[0, 0])
+        assert np.all(np.abs(scene.position[0, :, 0]) <= 16.0 - 0.5 + 1e-9)
+        assert np.all(np.abs(scene.position[0, :, 1]) <= 8.0 - 0.5 + 1e-9)
+        assert abs(scene.ball_position[0, 1]) <= 8.0 - BALL_RADIUS + 1e-9
+        assert abs(scene.ball_position[0, 0]) <= 16.0 - BALL_RADIUS + 1e-9
+    assert max(speeds) > 15.0, "the agent got up to speed between the side walls"
+    assert max(ball_x) > 14.0 and min(ball_x) < 0.0, "the ball reached the end wall, bounced back"

@@ -10,7 +10,8 @@ is relative to the team: ball, own goal, opposing goal, wall, teammate, opponent
 units with a cast radius of 0.5.
 
 Three discrete branches of 3: forward (0 none, 1 forward, 2 back), sideways (0 none, 1 right,
-2 left, at 0.3 of the forward push) and turn (0 none, 1 left, 2 right, 2 degrees per step).
+2 left, at 0.3 of the forward push, replacing it) and turn (0 none, 1 left, 2 right, 2 degrees
+per step).
 Decision period 5 with actions between, agent max step 0. Multi-agent groups: one per team per
 field, created blue then purple field by field (ids from 1). When the ball enters a goal, the
 scoring team's group gets ``1 - t / 5000`` (``t`` = steps since kickoff), the other group -1,
@@ -19,13 +20,40 @@ both groups' episodes are interrupted (option ``max_environment_steps``, Unity's
 ``MaxEnvironmentSteps``, changes the 5000). Individual reward: ``0.2 * ball_touch`` for each
 touch of the ball (environment parameter ``ball_touch``, default 0, read at each episode begin).
 
-Physics (simpler than PhysX): a 32 x 16 field with 6 wide goals at x = +-16 (blue defends
--16); agents are discs of radius 0.5 that accelerate towards 5 units/s; the ball (radius 0.5)
-rolls with drag, bounces off walls and agents (restitution 0.8 and 0.5) and gets a 12 units/s
-kick from an agent that touches it while pushing forward. Kickoff: agents near their starting
-spots (blue at x = -7, purple at +7, y = +-3, x jittered by +-3, facing the opposing goal within
-+-10 degrees), the ball at rest within 2.5 of the centre. Option ``kickoff`` = ``shot_blue`` or
-``shot_purple`` instead starts the ball at the centre flying into a goal (for tests).
+Physics: top-down 2-D on a 32 x 16 field with 6 wide goals at x = +-16 (blue defends -16),
+stepped as Unity's Rigidbodies are, every 0.02 s (ml-agents
+``Project/Assets/ML-Agents/Examples/Soccer``; the module constants name their sources). Agents are
+discs of radius 0.5 (the ``SphereCollider`` of ``BlueStriker`` / ``PurpleStriker`` in
+``Prefabs/SoccerFieldTwos.prefab``, ``position: 2`` = ``Generic``). ``AgentSoccer.MoveAgent``
+turns 100 degrees/s (2 per step) and adds ``dir * agentRunSpeed`` to the velocity with
+``ForceMode.VelocityChange`` on every step (decision period 5, actions between decisions):
+``agentRunSpeed`` = 2 (``SoccerTwos.unity``, ``SoccerSettings``) times 1.0 forward or backward
+(``m_ForwardSpeed``) or 0.3 sideways (``m_LateralSpeed``); a sideways action replaces the
+forward/backward push, as in Unity's switch. Then the Rigidbody's ``m_Drag`` 3 keeps
+1 - 3 * 0.02 = 0.94 of the speed and kinetic friction takes 0.6 * 9.81 * 0.02 = 0.118 units/s off
+(Unity's default material 0.6 on the agent; the scene's ``gravityMultiplier`` is 1; the pitch's
+own material is not resolved, see below), so holding forward levels off near 29 units/s.
+Agents meeting each other stop closing (bounciness 0, equal masses 50); walls stop them.
+
+The ball (``Soccer Ball``: ``m_Mass`` 3, ``m_Drag`` 1, ``m_AngularDrag`` 1, radius
+41.61146 x scale 0.015 = 0.624) keeps 1 - 1 * 0.02 = 0.98 of its velocity per step. It rolls, so
+friction does not slow it in PhysX: only drag (linear and angular, both 1) is modelled. It bounces
+off walls with bounciness 0.8 and off agents with 0.8 (the ``Bouncy`` material, 0.8 with combine
+Maximum; see below), both only above Unity's default bounce threshold of 2 units/s; an agent
+(mass 50) and the ball share the contact impulse by their masses. A kick: when an agent first
+touches the ball (``OnCollisionEnter``) after a step with forward pushed (``m_KickPower`` 1),
+``AgentSoccer`` adds ``k_Power`` = 2000 along the agent-to-contact direction with ``AddForce`` in
+its default ``ForceMode.Force``, which over one step is 2000 * 0.02 / 3 = 13.3 units/s. Moves are
+split into sub-steps of at most 0.25 units (agents and ball together), so nothing passes through a
+wall, an agent or the ball. Not from the Unity files: the field and goal sizes (the walls are mesh
+colliders; the pitch collider is 31 x 15 and the goal nets are 8.3 wide, so Unity's goals may be
+wider than ours), and the ball's and pitch's physic materials (referenced by GUID only; ``Bouncy``
+is assumed for the ball).
+
+Kickoff: agents near their starting spots (blue at x = -7, purple at +7, y = +-3, x jittered by
++-3, facing the opposing goal within +-10 degrees), the ball at rest within 2.5 of the centre.
+Option ``kickoff`` = ``shot_blue`` or ``shot_purple`` instead starts the ball at the centre flying
+into a goal at 30 units/s (for tests).
 """
 
 from __future__ import annotations
@@ -47,18 +75,57 @@ MAX_ENVIRONMENT_STEPS = 5000
 HALF_LENGTH = 16.0
 HALF_WIDTH = 8.0
 GOAL_HALF_WIDTH = 3.0
+FIXED_DELTA_TIME = 0.02  # the scene's fixedDeltaTime override (SoccerTwos.unity)
+#: The strikers' ``SphereCollider`` ``m_Radius`` (SoccerFieldTwos.prefab).
 AGENT_RADIUS = 0.5
-BALL_RADIUS = 0.5
-RUN_SPEED = 5.0
-AGENT_DAMPING = 0.8
-LATERAL_FACTOR = 0.3
-TURN_DEGREES_PER_STEP = 2.0
-KICK_SPEED = 12.0
-MAX_BALL_SPEED = 25.0
-BALL_DAMPING = 0.985
-WALL_RESTITUTION = 0.8
-AGENT_RESTITUTION = 0.5
-SHOT_SPEED = 25.0
+#: ``SoccerSettings.agentRunSpeed`` (SoccerTwos.unity): the velocity change per push step.
+AGENT_RUN_SPEED = 2.0
+#: ``m_ForwardSpeed`` and ``m_LateralSpeed`` of ``AgentSoccer`` for ``Position.Generic``.
+FORWARD_SPEED = 1.0
+LATERAL_SPEED = 0.3
+#: The strikers' Rigidbody ``m_Mass`` and ``m_Drag`` (SoccerFieldTwos.prefab).
+AGENT_MASS = 50.0
+AGENT_DRAG = 3.0
+AGENT_DRAG_FACTOR = 1.0 - AGENT_DRAG * FIXED_DELTA_TIME
+#: ``gravityMultiplier`` of the scene's project-settings override (SoccerTwos.unity).
+GRAVITY_MULTIPLIER = 1.0
+GRAVITY = 9.81 * GRAVITY_MULTIPLIER
+#: Dynamic friction of Unity's default physics material (the agents' colliders).
+DYNAMIC_FRICTION = 0.6
+#: Speed that kinetic friction removes from an agent per step (units/s).
+FRICTION_PER_STEP = DYNAMIC_FRICTION * GRAVITY * FIXED_DELTA_TIME
+#: The speed at which pushing forward every step is balanced by drag and friction (about 29).
+TOP_SPEED = (AGENT_RUN_SPEED * FORWARD_SPEED * AGENT_DRAG_FACTOR - FRICTION_PER_STEP) / (
+    1.0 - AGENT_DRAG_FACTOR
+)
+#: ``AgentSoccer.MoveAgent`` rotates 100 degrees/s.
+TURN_DEGREES_PER_STEP = 100.0 * FIXED_DELTA_TIME
+#: The ball's Rigidbody ``m_Mass`` and ``m_Drag`` (``Soccer Ball``, SoccerFieldTwos.prefab).
+BALL_MASS = 3.0
+BALL_DRAG = 1.0
+BALL_DRAG_FACTOR = 1.0 - BALL_DRAG * FIXED_DELTA_TIME
+#: The ball's ``SphereCollider`` ``m_Radius`` 41.61146 times its ``m_LocalScale`` 0.015.
+BALL_RADIUS = 41.61146 * 0.015
+#: ``bounciness`` of ``Bouncy.physicMaterial`` (combine Maximum: also against walls and agents).
+BALL_BOUNCINESS = 0.8
+#: Unity's default ``Physics.bounceThreshold``: slower contacts do not bounce.
+BOUNCE_THRESHOLD = 2.0
+#: ``AgentSoccer.k_Power``: the kick's force, added with ``ForceMode.Force`` for one step.
+KICK_POWER = 2000.0
+#: The ball's velocity change from a kick (units/s).
+KICK_SPEED = KICK_POWER * FIXED_DELTA_TIME / BALL_MASS
+#: Unity's default contact offset: a touch lasts while the gap stays below it.
+CONTACT_OFFSET = 0.01
+#: The longest move of one collision sub-step (units).
+MAX_SUBSTEP = 0.25
+SHOT_SPEED = 30.0
+#: The heuristic's speed limit (units/s), assumed braking (units/s^2), the largest angle
+#: (degrees) between its facing and the velocity error at which it pushes, and the velocity
+#: error it accepts without pushing.
+HEURISTIC_SPEED = 12.0
+HEURISTIC_BRAKING = 20.0
+HEURISTIC_ALIGN_DEGREES = 30.0
+HEURISTIC_TOLERANCE = 1.5
 BLUE, PURPLE = 0, 1
 TEAM_NAMES = ("Blue", "Purple")
 BALL_TAG, OWN_GOAL_TAG, OPPOSING_GOAL_TAG, WALL_TAG, TEAMMATE_TAG, OPPONENT_TAG = range(6)
@@ -107,7 +174,7 @@ class SoccerTwosScene(Scene):
     name = "SoccerTwos"
     summary = "2 vs 2 soccer, group rewards (stacked rays 264+72, discrete 3x3x3, 32 agents)"
     default_area_count = 8
-    fixed_delta_time = 0.02
+    fixed_delta_time = FIXED_DELTA_TIME
     option_specs = (
         SceneOption(
             "max_environment_steps",
@@ -249,7 +316,7 @@ class SoccerTwosScene(Scene):
         continuous: np.ndarray,
         discrete: np.ndarray,
     ) -> None:
-        """Turn, then push forward/back and sideways; pushing forward makes a touch a kick."""
+        """Turn, then push forward/back or sideways; pushing forward makes a touch a kick."""
         fields = slots // 2
         players = 2 * batch.spec.team_id + slots % 2
         action = np.clip(discrete[:, :3], 0, 2)
@@ -257,10 +324,14 @@ class SoccerTwosScene(Scene):
         self.heading[fields, players] = heading
         forward = np.stack([np.cos(heading), np.sin(heading)], axis=1)
         right = np.stack([forward[:, 1], -forward[:, 0]], axis=1)
-        push = forward * _AXIS[action[:, 0], None] + right * (
-            LATERAL_FACTOR * _AXIS[action[:, 1], None]
+        # Unity's switch: a sideways action replaces the forward/backward push.
+        lateral = (action[:, 1] != 0)[:, None]
+        push = np.where(
+            lateral,
+            right * (LATERAL_SPEED * _AXIS[action[:, 1], None]),
+            forward * (FORWARD_SPEED * _AXIS[action[:, 0], None]),
         )
-        self.velocity[fields, players] += push * (RUN_SPEED * (1.0 - AGENT_DAMPING))
+        self.velocity[fields, players] += push * AGENT_RUN_SPEED
         self.kicking[fields, players] = action[:, 0] == 1
 
     # ---- physics, goals and the environment timer --------------------------------------------
@@ -273,13 +344,7 @@ class SoccerTwosScene(Scene):
         if expired.size:
             self.ctx.interrupt_group_episode(self.groups[expired].reshape(-1))
             self._kick_off(expired)
-        self._move_players()
-        self._move_ball()
-        scorer = np.where(
-            self.ball_position[:, 0] > HALF_LENGTH,
-            BLUE,
-            np.where(self.ball_position[:, 0] < -HALF_LENGTH, PURPLE, -1),
-        )
+        scorer = self._physics_step()
         fields = np.flatnonzero(scorer >= 0)
         if fields.size:
             self._goal(fields, scorer[fields])
@@ -295,64 +360,113 @@ class SoccerTwosScene(Scene):
         self.ctx.end_group_episode(self.groups[fields, BLUE])
         self._kick_off(fields)
 
-    def _move_players(self) -> None:
-        dt = self.fixed_delta_time
-        position = self.position + self.velocity * dt
-        # Players push each other apart (equal masses).
+    def _physics_step(self) -> np.ndarray:
+        """One 0.02 s step: drag and friction, then sub-stepped moves and contacts.
+
+        Returns:
+            Per field, the team whose goal the ball entered (``BLUE`` scores at +x), else -1.
+        """
+        speed = np.sqrt(np.einsum("fpi,fpi->fp", self.velocity, self.velocity))
+        slowed = np.maximum(speed * AGENT_DRAG_FACTOR - FRICTION_PER_STEP, 0.0)
+        self.velocity *= np.where(speed > 0.0, slowed / np.maximum(speed, 1e-12), 0.0)[..., None]
+        self.ball_velocity *= BALL_DRAG_FACTOR
+        ball_speed = np.sqrt(np.einsum("fi,fi->f", self.ball_velocity, self.ball_velocity))
+        # A kick can add its speed within the step; the sub-steps cover that too.
+        fastest = slowed.max(initial=0.0) + ball_speed.max(initial=0.0) + KICK_SPEED
+        substeps = max(1, int(np.ceil(fastest * FIXED_DELTA_TIME / MAX_SUBSTEP)))
+        dt = FIXED_DELTA_TIME / substeps
+        scorer = np.full(self.ball_position.shape[0], -1)
+        new_touch = np.zeros_like(self.touching)
+        for _ in range(substeps):
+            self.position += self.velocity * dt
+            live = scorer < 0
+            self.ball_position[live] += self.ball_velocity[live] * dt
+            self._collide_players()
+            self._wall_players()
+            new_touch |= self._collide_ball(live)
+            self._wall_ball(live)
+            crossed = live & (np.abs(self.ball_position[:, 0]) > HALF_LENGTH)
+            scorer[crossed] = np.where(self.ball_position[crossed, 0] > 0.0, BLUE, PURPLE)
+        if new_touch.any():
+            self._reward_touches(new_touch)
+        return scorer
+
+    def _collide_players(self) -> None:
+        """Overlapping players are pushed apart and stop closing (bounciness 0, equal masses)."""
         for a, b in ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)):
-            gap = position[:, b] - position[:, a]
+            gap = self.position[:, b] - self.position[:, a]
             distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
             overlap = 2.0 * AGENT_RADIUS - distance
-            hit = overlap > 0.0
-            if hit.any():
-                direction = gap[hit] / np.maximum(distance[hit], 1e-9)[:, None]
-                position[hit, a] -= direction * (overlap[hit, None] / 2.0)
-                position[hit, b] += direction * (overlap[hit, None] / 2.0)
-        position[:, :, 0] = np.clip(
-            position[:, :, 0], -HALF_LENGTH + AGENT_RADIUS, HALF_LENGTH - AGENT_RADIUS
-        )
-        position[:, :, 1] = np.clip(
-            position[:, :, 1], -HALF_WIDTH + AGENT_RADIUS, HALF_WIDTH - AGENT_RADIUS
-        )
-        self.position = position
+            hit = np.flatnonzero(overlap > 0.0)
+            if not hit.size:
+                continue
+            normal = gap[hit] / np.maximum(distance[hit], 1e-9)[:, None]
+            half = (overlap[hit] / 2.0)[:, None] * normal
+            self.position[hit, a] -= half
+            self.position[hit, b] += half
+            relative = self.velocity[hit, b] - self.velocity[hit, a]
+            closing = np.minimum(np.einsum("ij,ij->i", relative, normal), 0.0)[:, None] * normal
+            self.velocity[hit, a] += closing / 2.0
+            self.velocity[hit, b] -= closing / 2.0
 
-    def _move_ball(self) -> None:
-        dt = self.fixed_delta_time
-        ball = self.ball_position + self.ball_velocity * dt
-        velocity = self.ball_velocity * BALL_DAMPING
-        # Players: the ball bounces off them; a new touch while pushing forward is a kick.
-        gap = ball[:, None, :] - self.position
+    def _wall_players(self) -> None:
+        """The field's walls stop the players (the velocity into a wall is removed)."""
+        limit = np.array([HALF_LENGTH - AGENT_RADIUS, HALF_WIDTH - AGENT_RADIUS])
+        clipped = np.clip(self.position, -limit, limit)
+        self.velocity = np.where(clipped != self.position, 0.0, self.velocity)
+        self.position = clipped
+
+    def _collide_ball(self, live: np.ndarray) -> np.ndarray:
+        """Ball-player contacts: the contact impulse by masses, a kick on a new touch.
+
+        Args:
+            live: fields whose ball is still in play this step.
+
+        Returns:
+            ``(fields, 4)``: the players that started touching the ball in this sub-step.
+        """
+        gap = self.ball_position[:, None, :] - self.position
         distance = np.sqrt(np.einsum("fpi,fpi->fp", gap, gap))
-        contact = distance < AGENT_RADIUS + BALL_RADIUS
+        reach = AGENT_RADIUS + BALL_RADIUS
+        contact = (distance < reach + CONTACT_OFFSET) & live[:, None]
         new_touch = contact & ~self.touching
         self.touching = contact
-        if contact.any():
-            normal = gap / np.maximum(distance, 1e-9)[:, :, None]
+        for player in range(4):
+            hit = np.flatnonzero(contact[:, player] & (distance[:, player] < reach))
+            if not hit.size:
+                continue
+            normal = gap[hit, player] / np.maximum(distance[hit, player], 1e-9)[:, None]
+            self.ball_position[hit] = self.position[hit, player] + normal * reach
+            relative = self.ball_velocity[hit] - self.velocity[hit, player]
+            closing = np.minimum(np.einsum("ij,ij->i", relative, normal), 0.0)
+            bounce = np.where(-closing > BOUNCE_THRESHOLD, BALL_BOUNCINESS, 0.0)
+            # Impulse j along the normal: the ball gets j / BALL_MASS, the player -j / AGENT_MASS.
+            impulse = -(1.0 + bounce) * closing / (1.0 / BALL_MASS + 1.0 / AGENT_MASS)
+            self.ball_velocity[hit] += normal * (impulse / BALL_MASS)[:, None]
+            self.velocity[hit, player] -= normal * (impulse / AGENT_MASS)[:, None]
+        kicks = new_touch & self.kicking
+        if kicks.any():
             for player in range(4):
-                hit = contact[:, player]
-                if not hit.any():
-                    continue
-                n = normal[hit, player]
-                ball[hit] = self.position[hit, player] + n * (AGENT_RADIUS + BALL_RADIUS)
-                relative = velocity[hit] - self.velocity[hit, player]
-                closing = np.minimum(np.einsum("ij,ij->i", relative, n), 0.0)
-                velocity[hit] -= (1.0 + AGENT_RESTITUTION) * closing[:, None] * n
-                kick = new_touch[hit, player] & self.kicking[hit, player]
-                velocity[hit] += n * (KICK_SPEED * kick)[:, None]
-            self._reward_touches(new_touch)
-        speed = np.sqrt(np.einsum("ij,ij->i", velocity, velocity))
-        velocity *= (np.minimum(speed, MAX_BALL_SPEED) / np.maximum(speed, 1e-9))[:, None]
-        # Side walls, then the end walls outside the goal mouths.
+                hit = np.flatnonzero(kicks[:, player])
+                if hit.size:
+                    normal = gap[hit, player] / np.maximum(distance[hit, player], 1e-9)[:, None]
+                    self.ball_velocity[hit] += normal * KICK_SPEED
+        return new_touch
+
+    def _wall_ball(self, live: np.ndarray) -> None:
+        """Side walls, then the end walls outside the goal mouths, bounce the ball."""
+        ball = self.ball_position
+        velocity = self.ball_velocity
         for axis, limit in ((1, HALF_WIDTH - BALL_RADIUS), (0, HALF_LENGTH - BALL_RADIUS)):
-            beyond = np.abs(ball[:, axis]) > limit
+            beyond = live & (np.abs(ball[:, axis]) > limit)
             if axis == 0:
                 beyond &= np.abs(ball[:, 1]) > GOAL_HALF_WIDTH - BALL_RADIUS
             if beyond.any():
-                ball[beyond, axis] = np.sign(ball[beyond, axis]) * limit
-                velocity[beyond, axis] *= -WALL_RESTITUTION
-        self.ball_position = ball
-        self.ball_velocity = velocity
-        self.velocity *= AGENT_DAMPING
+                side = np.sign(ball[beyond, axis])
+                ball[beyond, axis] = side * limit
+                into = np.maximum(velocity[beyond, axis] * side, 0.0)
+                bounce = np.where(into > BOUNCE_THRESHOLD, BALL_BOUNCINESS, 0.0)
+                velocity[beyond, axis] -= side * into * (1.0 + bounce)
 
     def _reward_touches(self, new_touch: np.ndarray) -> None:
         rewarded = new_touch & (self.ball_touch != 0.0)
@@ -371,7 +485,11 @@ class SoccerTwosScene(Scene):
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Player 0 gets behind the ball and dribbles it at the goal; player 1 guards the goal."""
+        """Player 0 gets behind the ball and kicks it at the goal; player 1 guards the goal.
+
+        Both steer their velocity (at most ``HEURISTIC_SPEED``, braking near the target): push
+        forward or back when the velocity error lies along the facing, else turn towards it.
+        """
         team = batch.spec.team_id
         fields = slots // 2
         index = slots % 2
@@ -400,10 +518,24 @@ class SoccerTwosScene(Scene):
         guard = own_goal + 0.25 * (ball - own_goal)
         target = np.where((index == 0)[:, None], chase, guard)
         wanted = target - me
-        distance = np.linalg.norm(wanted, axis=1)
-        angle = np.arctan2(wanted[:, 1], wanted[:, 0]) - self.heading[fields, players]
-        angle = (angle + np.pi) % (2.0 * np.pi) - np.pi
-        turn = np.where(np.abs(angle) < np.radians(10.0), 0, np.where(angle > 0.0, 1, 2))
-        forward = np.where((np.abs(angle) < np.radians(60.0)) & (distance > 0.4), 1, 0)
+        distance = np.sqrt(np.einsum("ij,ij->i", wanted, wanted))
+        # Steer the velocity: towards the target at up to the cap, slow enough to stop there;
+        # lined up behind the ball, run through it at full cap (the touch is a kick).
+        cap = np.minimum(HEURISTIC_SPEED, np.sqrt(2.0 * HEURISTIC_BRAKING * distance))
+        cap = np.where((index == 0) & behind & across, HEURISTIC_SPEED, cap)
+        error = wanted / np.maximum(distance, 1e-9)[:, None] * cap[:, None]
+        error -= self.velocity[fields, players]
+        heading = self.heading[fields, players]
+        facing = np.stack([np.cos(heading), np.sin(heading)], axis=1)
+        along = np.einsum("ij,ij->i", error, facing)
+        size = np.sqrt(np.einsum("ij,ij->i", error, error))
+        aligned = along > size * np.cos(np.radians(HEURISTIC_ALIGN_DEGREES))
+        reversed_ = along < -size * np.cos(np.radians(HEURISTIC_ALIGN_DEGREES))
+        acting = size > HEURISTIC_TOLERANCE
+        forward = np.where(acting & aligned, 1, np.where(acting & reversed_, 2, 0))
+        # Turn so that the error lies along the facing (either way round).
+        angle = np.arctan2(error[:, 1], error[:, 0]) - heading
+        angle = (angle + np.pi / 2.0) % np.pi - np.pi / 2.0
+        turn = np.where(np.abs(angle) < np.radians(3.0), 0, np.where(angle > 0.0, 1, 2))
         actions = np.stack([forward, np.zeros_like(forward), turn], axis=1).astype(np.int32)
         return np.zeros((slots.size, 0), np.float32), actions
