@@ -14,7 +14,8 @@ headless player and seed:
 * ``hallway``: ``trainers/configs/Hallway_ppo.yaml`` (ML-Agents' Hallway config: memory with
   sequence length 64 and memory size 128) against the same file without ``memory``, for
   ``--hallway-steps`` steps each. Printed: the mean reward of the last summaries (goal: memory
-  clearly above).
+  clearly above) and the share of correct goals among those reached (the scene's
+  ``Goal/Correct`` and ``Goal/Wrong`` statistics: 50% is all a policy without memory can do).
 * ``speed``: wall time from launch to the first summary with mean reward >= ``--target`` on the
   Hallway memory config, ``unity-train`` vs the official ``mlagents-learn`` 1.1.0 in the reference
   peer venv (``benchmarks/peer_venv.py --learn``), both launching the same Hallway executable
@@ -53,11 +54,12 @@ from benchmarks.trainer_runs import (  # noqa: E402
     mean_of_last,
     race_mlagents_learn,
     run_parts,
+    scalar_series,
     train,
     with_max_steps,
 )
 
-__all__ = ["PARTS", "main", "without_curriculum", "without_memory"]
+__all__ = ["PARTS", "correct_share", "main", "without_curriculum", "without_memory"]
 
 CONFIGS = REPO_ROOT / "trainers" / "configs"
 WALLJUMP_CONFIG = CONFIGS / "WallJump_curriculum_ppo.yaml"
@@ -121,13 +123,27 @@ def hallway(args: argparse.Namespace, workdir: Path) -> bool:
     rows = []
     for name, variant in (("memory", config), ("no-memory", without_memory(config))):
         output = train(variant, f"hallway-{name}", workdir, ["--scene", "Hallway"], args.seed)
-        rows.append((name, *mean_of_last(output, "Hallway", args.tail)))
+        share = correct_share(workdir / "results" / f"hallway-{name}", args.tail)
+        rows.append((name, *mean_of_last(output, "Hallway", args.tail), share))
     print(f"\nHallway, {args.hallway_steps} steps each, seed {args.seed}")
-    for name, reward, count in rows:
-        print(f"  {name:10s} mean reward (last {count}) {reward:+.3f}")
+    for name, reward, count, share in rows:
+        print(
+            f"  {name:10s} mean reward (last {count}) {reward:+.3f}; correct goal in "
+            f"{share:.0%} of the goals reached (last {count} summaries)"
+        )
     above = rows[0][1] >= rows[1][1] + 0.1
     print(f"  goal: memory clearly above (by >= 0.1) -> {'met' if above else 'not met'}")
     return above
+
+
+def correct_share(run_dir: Path, tail: int) -> float:
+    """The share of correct goals among the goals reached in the last ``tail`` summaries, from
+    the scene's own ``Goal/Correct`` and ``Goal/Wrong`` statistics (nan without any): 0.5 is
+    what a policy without memory can do, 1.0 a policy that remembers the symbol."""
+    correct = [p.value for p in scalar_series(run_dir, "Goal/Correct")[-tail:]]
+    wrong = [p.value for p in scalar_series(run_dir, "Goal/Wrong")[-tail:]]
+    total = sum(correct) + sum(wrong)
+    return sum(correct) / total if total else float("nan")
 
 
 def speed(args: argparse.Namespace, workdir: Path) -> bool | None:
