@@ -305,9 +305,13 @@ class PettingZooFront(GameFront):
         return index, self._absorb(index, env_actions, played)
 
     def take_stats(self) -> EnvironmentStats:
-        """Every env's game statistics since the previous call, env 0's first."""
+        """The game statistics received since the previous call, env 0's first, of every env
+        whose step is not running (a running step may be adding to them: those come with a
+        later call)."""
         merged: EnvironmentStats = {}
-        for env in self.envs:
+        for index, env in enumerate(self.envs):
+            if index in self._playing:
+                continue
             for key, values in take_game_stats(env).items():
                 merged.setdefault(key, []).extend(values)
         return merged
