@@ -322,3 +322,22 @@ def test_self_play_on_a_game_with_one_team_is_a_config_error(
     config = {"behaviors": {"3DBall": ppo_behavior(self_play={"window": 5})}}
     run_train(config, "--scene", "3DBall", "--no-graphics", expect=2)
     assert "behaviors.3DBall.self_play: this game has a single team" in capsys.readouterr().err
+
+
+def test_self_play_on_asynchronous_games(run_train: RunTrain) -> None:
+    # two game processes, each its own slot group: the ghost reads each step's slots
+    behavior = ppo_behavior(
+        max_steps=160,
+        summary_freq=80,
+        checkpoint_interval=10**6,
+        self_play={"save_steps": 30, "swap_steps": 20, "team_change": 60, "window": 2},
+    )
+    run = run_train({"behaviors": {"Tennis": behavior}}, "--scene", "Tennis", "--num-envs", "2",
+                    "--seed", "4", "--no-graphics")  # fmt: skip
+    state = load_checkpoint(run / "Tennis" / "checkpoint.pt")
+    assert 160 <= state["step"] < 160 + 4 and state["update_count"] >= 1
+    self_play = state[SELF_PLAY_STATE_KEY]
+    assert self_play["last_team_change"] > 120  # teams changed at steps > 60 and > 120
+    assert self_play["ghost_step"] >= 120  # the other team's slots played in both games
+    elo = tensorboard_scalars(run / "Tennis")["Self-play/ELO"]
+    assert elo and all(math.isfinite(value) for value in elo)
