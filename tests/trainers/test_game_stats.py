@@ -74,8 +74,10 @@ def test_a_stat_that_changes_its_aggregation_is_aggregated_the_new_way_with_a_wa
 
 
 def test_unity_train_writes_the_games_stats_through_the_vector_env(run_train: RunTrain) -> None:
-    # Stress episodes last exactly 6 steps; 3 game processes, each stepped on its own
-    behavior = ppo_behavior(max_steps=96, summary_freq=24, checkpoint_interval=10**6)
+    # Stress episodes last exactly 6 steps; 3 game processes of 4 agents, each stepped on its
+    # own: 240 steps are 20 per agent, so every game ends 3 episodes, 6 of its steps apart, and
+    # their stats land in more than one 24-step summary however the games drift
+    behavior = ppo_behavior(max_steps=240, summary_freq=24, checkpoint_interval=10**6)
     run = run_train({"behaviors": {"Stress": behavior}}, "--scene", "Stress", "--num-envs", "3",
                     "--env-args", "--option", "episode_length=6")  # fmt: skip
     scalars = tensorboard_scalars(run / "Stress")
