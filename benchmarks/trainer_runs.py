@@ -202,6 +202,10 @@ def race_mlagents_learn(
     With ``group_reward``, the mean group reward is raced instead
     (:func:`run_until_group_reward`; for games whose agents have no reward of their own).
 
+    Once ``unity-train`` has reached the target in ``t`` seconds, ``mlagents-learn`` runs at
+    most ``2 t + 60`` seconds (and never past ``time_limit``): if it has not reached the target
+    by then, the goal is met and the ratio printed is an upper bound (``< t / its time``).
+
     Returns:
         Whether ``unity-train`` took at most half ``mlagents-learn``'s time; ``None`` when the
         reference peer is unavailable (printed).
@@ -233,17 +237,22 @@ def race_mlagents_learn(
         ],
     }  # fmt: skip
     results: dict[str, ContenderResult] = {}
+    limits = {"unity-train": time_limit, "mlagents-learn": time_limit}
     for name, command in commands.items():
         env = peer_process_environment() if name == "mlagents-learn" else dict(os.environ)
         if group_reward:
             run_dir = workdir / f"race-{scene}-{name}" / "race"
             results[name] = run_until_group_reward(
-                name, command, env, target, time_limit, behavior, run_dir
+                name, command, env, target, limits[name], behavior, run_dir
             )
         else:
             results[name] = run_until_target(
-                name, command, env, target, time_limit, behavior=behavior
+                name, command, env, target, limits[name], behavior=behavior
             )
+        ours_so_far = results[name].seconds
+        if name == "unity-train" and ours_so_far is not None:
+            limits["mlagents-learn"] = min(time_limit, 2 * ours_so_far + 60)
+            print(f"  mlagents-learn runs at most {limits['mlagents-learn']:.0f} s", flush=True)
     what = "mean group reward" if group_reward else "mean reward"
     print(f"\n{scene}, time to {what} {target}, seed {seed}")
     for result in results.values():
@@ -252,6 +261,13 @@ def race_mlagents_learn(
             f"  {result.name:15s} {shown} (step {result.step}, last mean {result.last_mean:+.3f})"
         )
     ours, theirs = results["unity-train"].seconds, results["mlagents-learn"].seconds
+    if ours is not None and theirs is None and results["mlagents-learn"].note.startswith("time"):
+        bound = ours / limits["mlagents-learn"]
+        print(
+            f"  unity-train / mlagents-learn: < {bound:.2f}x (mlagents-learn did not reach it in "
+            f"{limits['mlagents-learn']:.0f} s; goal <= 0.5x)"
+        )
+        return bound <= 0.5
     if ours is None or theirs is None:
         print("  unity-train / mlagents-learn: n/a (goal <= 0.5x)")
         return False
