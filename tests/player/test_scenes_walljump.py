@@ -1,7 +1,8 @@
 """WallJump: the wire contract seen by the official peer (two behaviors with stacked ray and
 vector sensors), the behavior chosen by the wall drawn at episode begin from the wall-height
-parameters, rewards (step penalty, goal, falls), jumping, the 2000-step limit and a heuristic
-that clearly beats chance."""
+parameters, rewards (step penalty, goal, falls), jumping, the 2000-step limit, Unity's movement
+facts (run speed against drag and friction, the jump's 11 steps, the frictionless block, the
+grounded ray) and a heuristic that clearly beats chance."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from scene_harness import play, player_alive, random_policy, terminal_reports
 
 from unity_gym.player.errors import PlayerError
 from unity_gym.player.scenes.walljump import (
+    AGENT_JUMP_HEIGHT,
     BIG,
     GOAL_CENTRE,
+    GOAL_HALF,
     MAX_STEP,
     SMALL,
     WALL_HIGH,
     WALL_LOW,
     WallJumpScene,
+    flat_ground_speed,
     wall_top,
 )
 from unity_gym.side_channels.messages import IncomingMessage, OutgoingMessage
@@ -67,11 +71,11 @@ def test_each_area_decides_under_the_behavior_of_its_wall() -> None:
     for name, _slots, configuration, wall in seen:
         if name == BIG:
             assert (configuration >= 2).all()
-            np.testing.assert_allclose(wall, wall_top(np.array(7.0)))  # 3.0 above the floor
+            np.testing.assert_allclose(wall, wall_top(np.array(7.0)))  # 3.05 above the floor
         else:
             assert (configuration <= 1).all()
             expected = np.where(configuration == 0, wall_top(np.array(2.0)), wall_top(3.0))
-            np.testing.assert_allclose(wall, expected)  # 0.5 and 1.0
+            np.testing.assert_allclose(wall, expected)  # 0.55 and 1.05
     # Every area decides once every 5 steps, under one of the two behaviors.
     counts = np.bincount(np.concatenate([slots for _n, slots, *_ in seen]), minlength=24)
     assert counts.min() == counts.max() == 80
@@ -109,7 +113,7 @@ def test_wall_parameters_are_read_at_episode_begin_only() -> None:
     played.step(5)
     np.testing.assert_array_equal(scene.wall, before)  # no episode began: walls unchanged
     # Agents 0-2 leave the platform: their next episodes read the new heights.
-    scene.position[:3] = [[-10.2, -12.0], [10.2, -12.0], [0.0, -14.2]]
+    scene.position[:3] = [[-10.7, -12.0], [10.7, -12.0], [0.0, -14.7]]
     played.step()
     np.testing.assert_allclose(scene.wall[:3], wall_top(10.0))
     np.testing.assert_array_equal(scene.wall[3:], before[3:])
@@ -139,7 +143,7 @@ def test_step_penalty_goal_and_falls() -> None:
     # The goal (on the ground) sets +1; leaving the platform sets -1; the block falling too.
     scene.position[0] = GOAL_CENTRE
     assert _terminal_of(played, 0, 3).reward == pytest.approx(1.0)
-    scene.position[1] = [10.3, -12.0]
+    scene.position[1] = [10.8, -12.0]
     ended = _terminal_of(played, 1, 3)
     assert ended.reward == pytest.approx(-1.0) and not ended.interrupted
     scene.block[2] = [9.9, -6.0]
@@ -212,6 +216,95 @@ def test_jumps_clear_small_walls_and_big_walls_only_from_the_block() -> None:
     y, height = _run_up(8.0, from_block=False)
     assert y < WALL_LOW and height > 1.5, "the big wall (3.5 high) stops a jump from the floor"
     assert _run_up(8.0, from_block=True)[0] > past, "from the block the big wall is cleared"
+
+
+def _on_open_floor(*actions: int) -> Any:
+    """Every area without walls, its agent at rest facing +y at (0, -14), the block aside."""
+    played = play(
+        WallJumpScene,
+        seed=2,
+        options={"walls": "small"},
+        policy=_constant(*actions),
+        parameters={"no_wall_height": 0.0, "small_wall_height": 0.0},
+    )
+    played.step()
+    scene = played.scene
+    scene.heading[:] = np.pi / 2
+    scene.position[:] = [0.0, -14.0]
+    scene.velocity[:] = 0.0
+    scene.elevation[:] = 0.0
+    scene.vertical_speed[:] = 0.0
+    scene.jumping_time[:] = 0.0
+    scene.block[:] = [-8.0, -5.0]
+    scene.block_velocity[:] = 0.0
+    return played
+
+
+def test_forward_pushes_on_flat_ground_reach_the_closed_form_speed() -> None:
+    """Unity: a push of agentRunSpeed 3 per step (VelocityChange), drag 2 keeping 0.96 per
+    0.02 s step, kinetic friction 0.6 (default material) x 9.81 x gravityMultiplier 2.75 per
+    second: v_n = c (1 - 0.96^n) / 0.04 with c = 3 * 0.96 - 0.6 * 26.9775 * 0.02."""
+    played = _on_open_floor(1, 0, 0, 0)
+    scene = played.scene
+    c = 3.0 * 0.96 - 0.6 * 9.81 * 2.75 * 0.02
+    for n in range(1, 31):
+        played.step()
+        if n in (1, 5, 30):
+            expected = c * (1.0 - 0.96**n) / 0.04
+            np.testing.assert_allclose(scene.velocity[:, 1], expected, rtol=1e-9)
+            np.testing.assert_allclose(scene.velocity[:, 0], 0.0, atol=1e-9)
+            assert flat_ground_speed(n) == pytest.approx(expected)
+    assert flat_ground_speed(1000) == pytest.approx(c / 0.04)  # about 64 units/s
+
+
+def test_a_standing_jump_rises_for_eleven_steps() -> None:
+    """Jump: jumpingTime 0.2 counted down by 0.02 in float32 (11 steps above 0) while
+    MoveTowards sets the velocity towards 0.02 * 777 * (2.75 above the start - height), at most
+    10 per step; gravity 26.98 and drag 0.96 act in the physics step after it."""
+    played = _on_open_floor(0, 0, 0, 1)
+    scene = played.scene
+    heights = []
+    for _ in range(13):
+        played.step()
+        heights.append(float(scene.elevation[0]))
+    first_speed = (10.0 - 9.81 * 2.75 * 0.02) * 0.96
+    assert heights[0] == pytest.approx(first_speed * 0.02)
+    assert int(np.argmax(heights)) == 10, "rising while jumpingTime > 0: 11 steps"
+    assert 2.55 < max(heights) < AGENT_JUMP_HEIGHT
+    np.testing.assert_allclose(scene.elevation, scene.elevation[0])
+
+
+def test_the_block_slides_without_friction() -> None:
+    """The block (drag 1) hovers 0.05 above the floor (frozen height): only drag slows it."""
+    played = _on_open_floor(0, 0, 0, 0)
+    scene = played.scene
+    scene.block[:] = [-6.0, -5.0]
+    scene.block_velocity[:] = [3.0, 0.0]
+    played.step(10)
+    np.testing.assert_allclose(scene.block_velocity[:, 0], 3.0 * 0.98**10, rtol=1e-9)
+    assert (scene.block[:, 0] > -6.0 + 0.5).all()
+
+
+def test_grounded_flag_reaches_0_55_below_the_agent() -> None:
+    """DoGroundCheck(true): a 1-unit ray from 0.05 below the centre of the 1-unit box."""
+    played = _on_open_floor(0, 0, 0, 0)
+    scene = played.scene
+    batch = _active_batch(played, 0)
+    slots = np.arange(2)
+    scene.elevation[:2] = [0.54, 0.56]
+    grounded = scene.collect_observations(batch, slots)[2][:, 3]
+    np.testing.assert_array_equal(grounded, [1.0, 0.0])
+
+
+def test_the_goal_counts_when_the_agent_overlaps_it() -> None:
+    """OnTriggerStay: the agent's body overlapping the goal square (not its centre inside)."""
+    played = play(WallJumpScene, seed=6, policy=_constant(0, 0, 0, 0))
+    played.step(5)
+    scene = played.scene
+    scene.position[0] = GOAL_CENTRE + np.array([GOAL_HALF + 0.45, 0.0])
+    scene.position[1] = GOAL_CENTRE + np.array([GOAL_HALF + 0.55, 0.0])
+    assert _terminal_of(played, 0, 1).reward == pytest.approx(1.0)
+    assert scene.goals == 1, "a body 0.05 beside the goal does not score"
 
 
 def test_episode_is_interrupted_at_max_step() -> None:
