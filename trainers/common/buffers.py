@@ -46,6 +46,11 @@ class Rollout:
     ``next_observations`` (recorded on request) are the successors of each step's
     observations; ``episode_ends[t]`` is true where an episode ended at step ``t``.
 
+    A rollout of a buffer that carries open trajectories over (``RolloutBuffer.carry_open``)
+    also holds steps it does not train on: steps an earlier rollout trained on and steps of
+    trajectories still open when it closed, which the next rollout trains on. They are not
+    ``valid`` here, and episode ends among them are not in ``episode_ends``.
+
     Recurrent policies also record ``memories`` ``(T, n, memory_size)``, the policy's memory
     before each step; ``critic_memories`` holds the critic's (filled when the values are).
     """
@@ -145,16 +150,33 @@ class RolloutBuffer:
     (what the environment answered). State values are not recorded while acting: :meth:`finish`
     evaluates all observations of the rollout in one batch (as ML-Agents does when it processes a
     trajectory), which is cheaper than one critic pass per env step.
+
+    Trajectories end at episode ends and every ``time_horizon`` valid steps of a slot. By
+    default a rollout also ends every slot's open trajectory where it closes. With
+    ``carry_open`` it does not: as in ML-Agents, whose agent processor hands a trajectory to
+    the trainer only at an episode end or after ``time_horizon`` steps
+    (``AgentProcessor._process_step``) and whose trainer updates on whole trajectories, a
+    rollout holds the trajectories completed since the last one, :attr:`num_valid` counts
+    their valid steps, and each slot's open trajectory stays in the buffer for the next
+    rollout. (A recurrent policy then trains on sequences as long as ML-Agents', instead of
+    having one more cut, with its truncated backpropagation and bootstrapped value, wherever
+    a rollout happened to close.) An open trajectory without valid steps is not kept.
     """
 
     time_horizon: int
     num_slots: int
+    carry_open: bool = False
     _steps: dict[str, list[Any]] = field(default_factory=dict)
     _since_cut: np.ndarray = field(init=False)
     _valid_count: int = 0
+    #: Per slot: the first recorded step no rollout has held yet (``carry_open``).
+    _start: np.ndarray = field(init=False)
+    #: Valid steps of the trajectories completed since the last rollout (``carry_open``).
+    _closed_valid: int = 0
 
     def __post_init__(self) -> None:
         self._since_cut = np.zeros(self.num_slots, dtype=np.int64)
+        self._start = np.zeros(self.num_slots, dtype=np.int64)
         self.clear()
 
     def clear(self) -> None:
@@ -166,11 +188,13 @@ class RolloutBuffer:
         )  # fmt: skip
         self._steps = {name: [] for name in names}
         self._valid_count = 0
+        self._closed_valid = 0
 
     @property
     def num_valid(self) -> int:
-        """Usable agent steps recorded so far."""
-        return self._valid_count
+        """Usable agent steps the next rollout would hold: all recorded so far, or with
+        ``carry_open`` those of the trajectories completed since the last rollout."""
+        return self._closed_valid if self.carry_open else self._valid_count
 
     @property
     def num_steps(self) -> int:
@@ -178,13 +202,37 @@ class RolloutBuffer:
         return len(self._steps["rewards"])
 
     def valid_observations(self, entry: int) -> np.ndarray:
-        """Observation entry ``entry`` of every valid recorded step, ``(valid steps, ...)``."""
+        """Observation entry ``entry`` of every valid recorded step the next rollout would
+        hold, ``(valid steps, ...)``."""
         steps = self._steps
         recorded = len(steps["valid"])  # the last decision may await its outcome
         if recorded == 0:
             return np.zeros((0, *steps["observations"][0][entry].shape[1:]), dtype=np.float32)
         stacked = np.stack([obs[entry] for obs in steps["observations"][:recorded]])
-        return stacked[np.stack(steps["valid"])]
+        valid = np.stack(steps["valid"])
+        breaks = np.stack(steps["done"]) | np.stack(steps["cut"])
+        return stacked[valid & self._held(self._open_from(valid, breaks), len(valid))]
+
+    def _open_from(self, valid: np.ndarray, breaks: np.ndarray) -> np.ndarray:
+        """``(n,)``: each slot's first recorded step the next rollout leaves for the one after
+        (``T`` for none), given the steps' ``valid`` and trajectory ``breaks`` (episode ends and
+        horizon cuts) ``(T, n)``: with ``carry_open``, the steps after the slot's last break,
+        unless none of them is valid."""
+        steps = len(valid)
+        if not self.carry_open:
+            return np.full(self.num_slots, steps, dtype=np.int64)
+        times = np.arange(steps)[:, None]
+        fresh = times >= self._start  # no earlier rollout held these
+        last_break = np.where(fresh & breaks, times, -1).max(axis=0)
+        open_valid = (fresh & valid & (times > last_break)).any(axis=0)
+        open_from = np.maximum(last_break + 1, self._start)
+        return np.where(open_valid, open_from, steps).astype(np.int64)
+
+    def _held(self, open_from: np.ndarray, steps: int) -> np.ndarray:
+        """``(T, n)``: the recorded steps the next rollout holds: each slot's from its
+        :attr:`_start` to before ``open_from``."""
+        times = np.arange(steps)[:, None]
+        return (times >= self._start) & (times < open_from)
 
     @property
     def awaiting_outcome(self) -> bool:
@@ -230,6 +278,7 @@ class RolloutBuffer:
         done = terminated | truncated
         self._since_cut += valid
         cut = (self._since_cut >= self.time_horizon) & ~done
+        self._closed_valid += int(self._since_cut[done | cut].sum())
         self._since_cut[done | cut] = 0
         final_values = np.asarray(truncation_values, dtype=np.float32)
         first = final_values if final_values.ndim == 1 else final_values[:, 0]
@@ -255,6 +304,7 @@ class RolloutBuffer:
             return
         slots = slots & ~steps["done"][-1]
         steps["done"][-1] = steps["done"][-1] | slots
+        self._closed_valid += int(self._since_cut[slots].sum())
         self._since_cut[slots] = 0
         if final_values is None:
             return
@@ -272,6 +322,10 @@ class RolloutBuffer:
         self, value_of: ValueFunction | None, last_observations: list[np.ndarray]
     ) -> Rollout:
         """Assemble the rollout, with the values of every recorded observation.
+
+        With ``carry_open`` the rollout holds the recorded steps up to each slot's last
+        trajectory end (and none of those an earlier rollout held); the steps of its open
+        trajectory stay recorded for the next rollout (see :class:`Rollout`).
 
         Args:
             value_of: the critic, called with the ``T * n`` recorded observations (step by
@@ -300,6 +354,9 @@ class RolloutBuffer:
                 np.stack([entry[i] for entry in recorded]) for i in range(len(recorded[0]))
             ]
         chain_breaks = done | np.stack(steps["cut"])
+        valid = np.stack(steps["valid"])
+        open_from = self._open_from(valid, chain_breaks)
+        held = self._held(open_from, length)
         chain_breaks[-1] = True
         rollout = Rollout(
             observations=observations,
@@ -312,9 +369,9 @@ class RolloutBuffer:
             rewards=np.stack(steps["rewards"]),
             terminated=np.stack(steps["terminated"]),
             chain_breaks=chain_breaks,
-            valid=np.stack(steps["valid"]),
+            valid=valid & held,
             next_observations=next_observations,
-            episode_ends=done,
+            episode_ends=done & held,
             memories=_stack_optional(steps["memories"]),
         )
         if value_of is not None:
@@ -328,8 +385,23 @@ class RolloutBuffer:
             else:
                 final = np.stack(steps["bootstrap"])[..., None]
             assign_values(rollout, heads, last_heads.reshape(n, -1), final)
-        self.clear()
+        self._keep_open(open_from, valid)
         return rollout
+
+    def _keep_open(self, open_from: np.ndarray, valid: np.ndarray) -> None:
+        """After a rollout: keep the recorded steps from the first slot's open trajectory on
+        (:meth:`_open_from`), each slot's own from its ``open_from``; or clear everything."""
+        first = int(open_from.min())
+        if first >= len(valid):
+            self._start[:] = 0
+            self.clear()
+            return
+        kept = {name: values[first:] for name, values in self._steps.items()}
+        self.clear()
+        self._steps = kept
+        self._start = open_from - first
+        times = np.arange(len(valid) - first)[:, None]
+        self._valid_count = int((valid[first:] & (times >= self._start)).sum())
 
 
 def _stack_optional(items: list[np.ndarray | None]) -> np.ndarray | None:
@@ -407,8 +479,9 @@ class SequenceReplayBuffer:
     repeating its last step, ``real`` false there. As in ML-Agents' replay of a recurrent
     trainer, the capacity and the size count sequence positions, padding included, and a batch
     of ``batch_size`` positions is ``batch_size // sequence_length`` whole sequences (at least
-    one). Unlike ML-Agents, which pads the front of an episode's first sequence, the padding is
-    at the end, so every sequence starts at a real step with the memory the policy acted with.
+    one). As in ML-Agents (which pads the back of a trajectory's last sequence since its pull
+    request #5206: ``AgentBufferField.get_batch``), the padding is at the end, so every sequence
+    starts at a real step with the memory the policy acted with.
 
     Stored items hold every transition key ``(sequence_length, ...)``, ``real``
     ``(sequence_length,)`` and ``memory`` ``(memory_size,)``.

@@ -1,12 +1,18 @@
 """Cutting a rollout into fixed-length sequences for training recurrent networks.
 
-As in ML-Agents, each agent's experience is split into trajectories (at episode ends and every
-``time_horizon`` steps: the rollout's ``chain_breaks``), and each trajectory into sequences of
-``sequence_length`` steps; the leftover is padded to full length, and padded steps are masked out
-of every loss. Where ML-Agents pads the *front* of a trajectory's first sequence (so the LSTM
-reads the padding before the real steps), the padding here is at the *end* of the last one: every
-sequence then starts at a real step whose recorded memory is exactly what the policy had when it
-acted, and padding, coming last, cannot change a real step's output.
+As in ML-Agents (1.1.0: ``AgentBufferField.get_batch`` and
+``TorchOptimizer._evaluate_by_sequence``), each agent's experience is split into trajectories
+(at episode ends and every ``time_horizon`` steps: the rollout's ``chain_breaks``), and each
+trajectory into sequences of ``sequence_length`` steps from its first step on; the leftover is
+padded at the *end* to full length (ML-Agents pads the back since its pull request #5206), and
+padded steps are masked out of every loss. Every sequence therefore starts at a real step whose
+recorded memory is exactly what the policy had when it acted, and padding, coming last, cannot
+change a real step's output.
+
+Rows that are not ``included`` (steps whose action the environment ignored, which never moved
+the policy's memory, and steps another rollout trains on) are left out of the sequences
+altogether: the recurrence runs over a trajectory's included steps only, as it did when acting.
+ML-Agents has no such steps: an agent that does not ask for a decision records no experience.
 """
 
 from __future__ import annotations
@@ -35,7 +41,12 @@ class Sequences:
         return len(self.rows)
 
 
-def cut_sequences(chain_breaks: np.ndarray, length: int, offset: int = 0) -> Sequences:
+def cut_sequences(
+    chain_breaks: np.ndarray,
+    length: int,
+    offset: int = 0,
+    included: np.ndarray | None = None,
+) -> Sequences:
     """The sequences of one rollout.
 
     Args:
@@ -43,15 +54,23 @@ def cut_sequences(chain_breaks: np.ndarray, length: int, offset: int = 0) -> Seq
             rollout must be one).
         length: steps per sequence.
         offset: added to every row index.
+        included: ``(T, n)``, the steps the sequences hold (``None``: all); a trajectory's
+            sequences run over its included steps in order, and a trajectory without any has
+            none.
 
     Raises:
-        ValueError: ``length`` is not positive or a slot's last step does not end a trajectory.
+        ValueError: ``length`` is not positive, a slot's last step does not end a trajectory,
+            or ``included`` is not shaped like ``chain_breaks``.
     """
     if length <= 0:
         raise ValueError(f"sequence length must be positive, got {length}")
     steps, slots = chain_breaks.shape
     if steps and not chain_breaks[-1].all():
         raise ValueError("the rollout's last step must end every slot's trajectory")
+    if included is not None and included.shape != chain_breaks.shape:
+        raise ValueError(
+            f"included is shaped {included.shape}, the chain breaks {chain_breaks.shape}"
+        )
     rows: list[np.ndarray] = []
     real: list[np.ndarray] = []
     positions = np.arange(length)
@@ -59,10 +78,16 @@ def cut_sequences(chain_breaks: np.ndarray, length: int, offset: int = 0) -> Seq
         ends = np.flatnonzero(chain_breaks[:, slot]) + 1
         starts = np.concatenate([[0], ends[:-1]])
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            count = -(-(end - start) // length)
-            times = start + np.arange(count)[:, None] * length + positions
-            inside = times < end
-            rows.append(np.where(inside, times, end - 1) * slots + slot + offset)
+            times = np.arange(start, end)
+            if included is not None:
+                times = times[included[start:end, slot]]
+            if not len(times):
+                continue
+            count = -(-len(times) // length)
+            index = np.arange(count)[:, None] * length + positions
+            inside = index < len(times)
+            picked = times[np.minimum(index, len(times) - 1)]
+            rows.append(picked * slots + slot + offset)
             real.append(inside)
     if not rows:
         return Sequences(np.zeros((0, length), np.int64), np.zeros((0, length), bool))

@@ -35,11 +35,19 @@ the policy.
 With ``network_settings.memory`` policy and critic each have an LSTM after the body (ML-Agents'
 recurrent networks; with ``shared_critic`` they share the policy's). Acting carries every slot's
 memory from step to step, reset to zeros when its episode ends, and records the memory before
-each step. When the rollout closes, the critic runs over each slot's steps in order (its memory
-carried across rollouts, reset at episode ends) for the values, recording its memory before each
-step. The update then trains on sequences (:mod:`trainers.common.sequences`): ``batch_size //
-sequence_length`` sequences per minibatch, each starting from the memories recorded at its first
-step, padded steps and steps the environment ignored left out of the losses.
+each step; a step whose action the environment ignored (``valid`` false) leaves the memory as it
+was before it (in ML-Agents an agent that does not ask for a decision does not run the policy,
+and one whose episode ended starts the next with zeros: ``AgentProcessor`` removes its memories).
+As in ML-Agents, a rollout holds whole trajectories: a slot's trajectory still open when the
+rollout closes goes to the next one (``RolloutBuffer.carry_open``), so the only cuts are episode
+ends and ``time_horizon``. When the rollout closes, the critic runs over each slot's steps in
+order (its memory carried across rollouts, reset at episode ends, unchanged by ignored steps;
+ML-Agents' ``TorchOptimizer.get_trajectory_value_estimates``) for the values, recording its
+memory before each step. The update then trains on sequences (:mod:`trainers.common.sequences`):
+``batch_size // sequence_length`` sequences per minibatch (ML-Agents' ``n_sequences``), each
+starting from the memories recorded at its first step (ML-Agents' ``TorchPPOOptimizer.update``
+takes ``memory`` and ``critic_memory`` at each sequence's first step), padded steps masked out of
+the losses, steps the environment ignored left out of the sequences.
 """
 
 from __future__ import annotations
@@ -158,6 +166,9 @@ class PPOTrainer(Trainer):
         self.sequence_length = net.memory.sequence_length if net.memory is not None else 1
         #: Per slot group: the policy's memory of every slot before its next decision.
         self._memories: dict[int, np.ndarray] = {}
+        #: Per slot group: the policy's memory of every slot before its last decision (what an
+        #: ignored decision leaves it at).
+        self._memories_before: dict[int, np.ndarray] = {}
         #: Per slot group: the critic's memory of every slot before the next rollout's first step.
         self._critic_memories: dict[int, np.ndarray] = {}
         # a recurrent critic values final observations when the rollout closes: keep them
@@ -265,13 +276,16 @@ class PPOTrainer(Trainer):
         for step in steps:
             rows = slice(start, start + len(step.valid))
             start = rows.stop
-            if new_memories is not None:
+            if new_memories is not None and memories is not None:
                 self._memories[step.group] = new_memories[rows]
+                self._memories_before[step.group] = memories[rows]
             if recording:
                 assert log_probs_np is not None
                 buffer = self.buffers.get(step.group)
                 if buffer is None:
-                    buffer = RolloutBuffer(self.settings.time_horizon, len(step.valid))
+                    buffer = RolloutBuffer(
+                        self.settings.time_horizon, len(step.valid), carry_open=self.recurrent
+                    )
                     self.buffers[step.group] = buffer
                 buffer.add_decision(
                     step.observations,
@@ -295,7 +309,11 @@ class PPOTrainer(Trainer):
         self.step += int(step.valid.sum())
         self.record_episodes(step)
         memories = self._memories.get(step.group)
+        before = self._memories_before.pop(step.group, None)
         if memories is not None and len(memories) == len(step.done):
+            if before is not None and len(before) == len(memories):
+                ignored = ~step.valid  # the decision did not happen: nor did its memory
+                memories[ignored] = before[ignored]
             memories[step.done] = 0.0  # the next decision starts a new episode
         buffer = self.buffers.get(step.group)
         if buffer is None or not buffer.awaiting_outcome:  # the decision was not recorded
@@ -331,6 +349,7 @@ class PPOTrainer(Trainer):
         memories = self._memories.get(group)
         if memories is not None:
             memories[:] = 0.0
+        self._memories_before.pop(group, None)
         buffer = self.buffers.get(group)
         observations = self._last_observations.get(group)
         if buffer is None or observations is None or buffer.awaiting_outcome:
@@ -404,8 +423,12 @@ class PPOTrainer(Trainer):
 
     def _recurrent_values(self, rollout: Rollout, last_observations: list[np.ndarray]) -> None:
         """Value ``rollout`` with the recurrent critic: each slot's steps in order, its memory
-        carried over from the group's previous rollout and reset after each episode end;
-        records the critic's memory before every step in ``rollout.critic_memories``."""
+        carried over from the group's previous rollout, reset after each episode end and left
+        as it was by steps the rollout does not train on (not ``valid``: ignored by the
+        environment, or held by another rollout); records the critic's memory before every
+        step in ``rollout.critic_memories``. The memory carried to the next rollout is then
+        each slot's memory before its first step that rollout trains on, as ML-Agents'
+        ``critic_memory_dict`` keeps it per agent between trajectories."""
         memory = self.critic.memory
         assert memory is not None and rollout.episode_ends is not None
         length, n = rollout.valid.shape
@@ -425,15 +448,15 @@ class PPOTrainer(Trainer):
                 ]
             ).reshape(length, n, -1)
             keep = torch.as_tensor(~ends, device=device).unsqueeze(2).to(torch.float32)
+            advance = torch.as_tensor(rollout.valid, device=device).unsqueeze(2)
             state = torch.as_tensor(carried, device=device)
             before = torch.empty((length, n, memory.memory_size), device=device)
             after = torch.empty_like(before)
             outputs = torch.empty((length, n, memory.output_size), device=device)
             for t in range(length):
                 before[t] = state
-                outputs[t], state = memory.step(hidden[t], state)
-                after[t] = state
-                state = state * keep[t]
+                outputs[t], after[t] = memory.step(hidden[t], state)
+                state = torch.where(advance[t], after[t], state) * keep[t]
             heads = self.critic.value(outputs.reshape(length * n, -1)).reshape(length, n, -1)
             last_out, _ = memory.step(self.critic.encode(self.tensors(last_observations)), state)
             last_heads = self.critic.value(last_out).reshape(n, -1)
@@ -768,7 +791,7 @@ class _UpdateData:
             offsets = np.cumsum([0] + [rollout.valid.size for rollout in rollouts])
             self.sequences = join_sequences(
                 [
-                    cut_sequences(rollout.chain_breaks, sequence_length, int(offset))
+                    cut_sequences(rollout.chain_breaks, sequence_length, int(offset), rollout.valid)
                     for rollout, offset in zip(rollouts, offsets, strict=False)
                 ]
             )
