@@ -153,6 +153,31 @@ def test_a_build_with_two_behaviors_trains_two_trainers_with_default_settings(
     assert (run / "run_logs" / "timers.json").is_file()
 
 
+def test_a_behavior_past_its_max_steps_reports_not_training_while_the_other_goes_on(
+    run_train: RunTrain, two_behavior_build: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ML-Agents' should_still_train: a summary past max_steps says "Not Training."
+    config = {
+        "behaviors": {
+            "Seeker": ppo_behavior(max_steps=400, summary_freq=50),
+            "Hider": ppo_behavior(max_steps=100, summary_freq=50),
+        }
+    }
+    run = run_train(config, "--env", str(two_behavior_build), "--num-areas", "2", "--seed", "1",
+                    "--no-graphics")  # fmt: skip
+    lines = [line for line in capsys.readouterr().err.splitlines() if ". Step: " in line]
+    modes: dict[str, list[tuple[int, bool]]] = {"Hider": [], "Seeker": []}
+    for line in lines:
+        name = line.split("] ", 1)[1].split(".", 1)[0] if "] " in line else line.split(".", 1)[0]
+        step = int(line.split("Step: ", 1)[1].split(".", 1)[0])
+        modes[name.strip()].append((step, line.endswith("Not Training.")))
+    assert modes["Seeker"] and not any(past for _, past in modes["Seeker"])
+    assert any(step > 100 for step, _ in modes["Hider"])  # the Hider acted on
+    assert all(past == (step > 100) for step, past in modes["Hider"])
+    hider = load_checkpoint(run / "Hider" / "checkpoint.pt")
+    assert hider["step"] >= 100
+
+
 def test_the_refused_vector_env_leaves_only_the_pettingzoo_games(
     two_behavior_build: Path, tmp_path: Path
 ) -> None:

@@ -311,11 +311,17 @@ class Trainer(ABC):
         return trees
 
     def maybe_write_summary(self) -> None:
-        """Write a summary if ``summary_freq`` steps have passed since the last one."""
+        """Write a summary if ``summary_freq`` steps have passed since the last one.
+
+        Summaries past ``max_steps`` (a behavior that finished while others of the run go on
+        acting) say ``Not Training.`` and write ``Is Training`` 0, as ML-Agents' trainers do
+        (``Trainer.should_still_train``: training and ``step <= max_steps``).
+        """
         if self.step >= self._next_summary:
             freq = self.settings.summary_freq
             self._next_summary = (self.step // freq + 1) * freq
-            self.context.stats.write_summary(self.step, training=self.training)
+            still_training = self.training and self.step <= self.settings.max_steps
+            self.context.stats.write_summary(self.step, training=still_training)
 
     def maybe_checkpoint(self) -> None:
         """Save a checkpoint if ``checkpoint_interval`` steps have passed since the last one."""
