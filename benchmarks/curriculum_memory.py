@@ -19,7 +19,9 @@ headless player and seed:
 * ``speed``: wall time from launch to the first summary with mean reward >= ``--target`` on the
   Hallway memory config, ``unity-train`` vs the official ``mlagents-learn`` 1.1.0 in the reference
   peer venv (``benchmarks/peer_venv.py --learn``), both launching the same Hallway executable
-  (``unity_gym.player.build``) with one game process (goal: ratio <= 0.5).
+  (``unity_gym.player.build``) with one game process (goal: ratio <= 0.5). ``mlagents-learn``
+  stops after twice ``unity-train``'s time plus 60 s, which bounds the ratio when it has not
+  reached the target by then (:func:`benchmarks.trainer_runs.race_mlagents_learn`).
 
 The reported reward of a run is the mean of its last ``--tail`` summaries (ML-Agents' summary
 lines: the mean cumulative reward of the episodes that ended since the previous summary).

@@ -18,7 +18,9 @@ headless player and seed:
 * ``speed``: wall time from launch to the first summary with mean reward >= ``--target`` on the
   Pyramids curiosity config, ``unity-train`` vs the official ``mlagents-learn`` 1.1.0 in the
   reference peer venv, both launching the same Pyramids executable with one game process (goal:
-  ratio <= 0.5).
+  ratio <= 0.5). ``mlagents-learn`` stops after twice ``unity-train``'s time plus 60 s, which
+  bounds the ratio when it has not reached the target by then
+  (:func:`benchmarks.trainer_runs.race_mlagents_learn`).
 
 Summaries come every twentieth of the step budget (``summary_freq`` is the only other change to
 the configs besides ``max_steps`` and ``demo_path``; see
