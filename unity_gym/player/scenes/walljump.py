@@ -256,6 +256,30 @@ def _rub(velocity: np.ndarray, loss: np.ndarray) -> np.ndarray:
     return velocity * (kept / np.maximum(speed, 1e-12))[:, None]
 
 
+def _stop_at_wall(
+    position: np.ndarray,
+    velocity: np.ndarray,
+    half: float,
+    present: np.ndarray,
+    side_y: np.ndarray,
+) -> np.ndarray:
+    """Stop bodies ``(k, 2)`` of half depth ``half`` that overlap the wall strip where
+    ``present``: each is put back on the side of the wall that ``side_y`` is on and loses its
+    velocity into the wall (bounciness 0). Modifies ``position`` and ``velocity`` in place.
+
+    Returns:
+        ``(k,)``: which bodies the wall holds.
+    """
+    below = side_y < WALL_Y
+    held = present & (position[:, 1] + half > WALL_LOW) & (position[:, 1] - half < WALL_HIGH)
+    position[:, 1] = np.where(
+        held, np.where(below, WALL_LOW - half, WALL_HIGH + half), position[:, 1]
+    )
+    into = held & np.where(below, velocity[:, 1] > 0.0, velocity[:, 1] < 0.0)
+    velocity[:, 1] = np.where(into, 0.0, velocity[:, 1])
+    return held
+
+
 @register_scene
 class WallJumpScene(Scene):
     """Jump (or climb the block) over a wall to the goal; two behaviors chosen by wall height."""
@@ -539,19 +563,9 @@ class WallJumpScene(Scene):
             position = position + velocity * h
             block = block + block_velocity * h
             # The wall stops an agent lower than its top.
-            below = old[:, 1] < WALL_Y
-            into_wall = (
-                (self.wall > elevation + ON_SURFACE)
-                & (position[:, 1] + AGENT_RADIUS > WALL_LOW)
-                & (position[:, 1] - AGENT_RADIUS < WALL_HIGH)
+            _stop_at_wall(
+                position, velocity, AGENT_RADIUS, self.wall > elevation + ON_SURFACE, old[:, 1]
             )
-            position[:, 1] = np.where(
-                into_wall,
-                np.where(below, WALL_LOW - AGENT_RADIUS, WALL_HIGH + AGENT_RADIUS),
-                position[:, 1],
-            )
-            stopped = into_wall & np.where(below, velocity[:, 1] > 0.0, velocity[:, 1] < 0.0)
-            velocity[:, 1] = np.where(stopped, 0.0, velocity[:, 1])
             # An agent lower than the block's top running into it: a perfectly inelastic contact.
             low = elevation < BLOCK_TOP - STEP_UP
             normal, depth = disc_box_contact(position, block, BLOCK_HALF)
@@ -564,21 +578,7 @@ class WallJumpScene(Scene):
             block_velocity = block_velocity - normal * (impulse / BLOCK_MASS)[:, None]
             block = block - normal * np.where(touching, depth, 0.0)[:, None]
             # The wall stops the block.
-            block_below = block[:, 1] < WALL_Y
-            blocked = (
-                wall_present
-                & (block[:, 1] + BLOCK_HALF > WALL_LOW)
-                & (block[:, 1] - BLOCK_HALF < WALL_HIGH)
-            )
-            block[:, 1] = np.where(
-                blocked,
-                np.where(block_below, WALL_LOW - BLOCK_HALF, WALL_HIGH + BLOCK_HALF),
-                block[:, 1],
-            )
-            halted = blocked & np.where(
-                block_below, block_velocity[:, 1] > 0.0, block_velocity[:, 1] < 0.0
-            )
-            block_velocity[:, 1] = np.where(halted, 0.0, block_velocity[:, 1])
+            blocked = _stop_at_wall(block, block_velocity, BLOCK_HALF, wall_present, block[:, 1])
             # A block stopped by the wall stops the agent in turn.
             if (touching & blocked).any():
                 normal, depth = disc_box_contact(position, block, BLOCK_HALF)
