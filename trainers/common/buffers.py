@@ -210,6 +210,8 @@ class RolloutBuffer:
             return np.zeros((0, *steps["observations"][0][entry].shape[1:]), dtype=np.float32)
         stacked = np.stack([obs[entry] for obs in steps["observations"][:recorded]])
         valid = np.stack(steps["valid"])
+        if not self.carry_open:
+            return stacked[valid]
         breaks = np.stack(steps["done"]) | np.stack(steps["cut"])
         return stacked[valid & self._held(self._open_from(valid, breaks), len(valid))]
 
@@ -278,7 +280,8 @@ class RolloutBuffer:
         done = terminated | truncated
         self._since_cut += valid
         cut = (self._since_cut >= self.time_horizon) & ~done
-        self._closed_valid += int(self._since_cut[done | cut].sum())
+        if self.carry_open:
+            self._closed_valid += int(self._since_cut[done | cut].sum())
         self._since_cut[done | cut] = 0
         final_values = np.asarray(truncation_values, dtype=np.float32)
         first = final_values if final_values.ndim == 1 else final_values[:, 0]
@@ -304,7 +307,8 @@ class RolloutBuffer:
             return
         slots = slots & ~steps["done"][-1]
         steps["done"][-1] = steps["done"][-1] | slots
-        self._closed_valid += int(self._since_cut[slots].sum())
+        if self.carry_open:
+            self._closed_valid += int(self._since_cut[slots].sum())
         self._since_cut[slots] = 0
         if final_values is None:
             return
