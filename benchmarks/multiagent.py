@@ -31,7 +31,10 @@ Three parts, run one after another in this one invocation, on the same headless 
   ``unity-train``'s time plus 60 s, see :func:`benchmarks.trainer_runs.race_mlagents_learn`).
 
 Besides ``max_steps``, :func:`benchmarks.trainer_runs.with_max_steps` changes ``summary_freq``
-(a twentieth of the budget) in the trained configs; nothing else. ``--random-baseline`` also
+(a twentieth of the budget) in the trained configs; nothing else. ``--inference sampled`` has
+the trained policy play its sampled actions in the evaluation games, as Unity's inference does
+by default (``BehaviorParameters.DeterministicInference`` off), instead of its deterministic
+ones. ``--random-baseline`` also
 plays the evaluation games random against random (about 50% wins in Tennis; in SoccerTwos about
 as many wins as losses, most games drawn).
 
@@ -39,7 +42,8 @@ Usage::
 
     python -m benchmarks.multiagent [--only tennis|soccer|collab|speed ...]
         [--tennis-steps 500000] [--soccer-steps 1000000] [--collab-steps 500000]
-        [--eval-episodes 100] [--random-baseline] [--target 0.0]
+        [--eval-episodes 100] [--random-baseline] [--inference deterministic|sampled]
+        [--target 0.0]
         [--time-limit 1800] [--seed 1] [--tail 3]
 
 Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
@@ -122,8 +126,12 @@ def _evaluate(
 ) -> MatchRecord:
     """Print (and return) the trained team's record against a random team, and the random
     baseline when asked."""
-    record = play_against_random(scene, model, args.eval_episodes, args.seed)
-    print(f"  trained vs random, {args.eval_episodes} {what}: {record} (goal >= {goal:.0%})")
+    sampled = args.inference == "sampled"
+    record = play_against_random(scene, model, args.eval_episodes, args.seed, sampled=sampled)
+    print(
+        f"  trained ({args.inference} actions) vs random, {args.eval_episodes} {what}: {record} "
+        f"(goal >= {goal:.0%})"
+    )
     if args.random_baseline:
         baseline = play_against_random(scene, None, args.eval_episodes, args.seed)
         print(f"  random vs random, {args.eval_episodes} {what}: {baseline}")
@@ -210,6 +218,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--collab-steps", type=int, default=500_000)
     parser.add_argument("--eval-episodes", type=int, default=100, help="games vs random")
     parser.add_argument("--random-baseline", action="store_true", help="also play random vs random")
+    parser.add_argument(
+        "--inference",
+        choices=("deterministic", "sampled"),
+        default="deterministic",
+        help="the trained policy's actions in the games vs random (sampled: Unity's default)",
+    )
     parser.add_argument(
         "--target", type=float, default=0.0, help="PushBlockCollab mean group reward (speed)"
     )

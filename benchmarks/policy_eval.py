@@ -6,7 +6,9 @@ per team; SoccerTwos: two). The team is the ``?team=<t>`` suffix of an agent's b
 trained team's agents act with the ONNX model ``unity-train`` exported (``<run>/<Behavior>.onnx``,
 the names of :mod:`trainers.common.onnx_export`: inputs ``obs_0``... and ``action_masks`` for
 discrete actions, outputs ``deterministic_continuous_actions`` /
-``deterministic_discrete_actions``); each agent's observation goes through the
+``deterministic_discrete_actions``, or with ``sampled`` the sampled ``continuous_actions`` /
+``discrete_actions``, which is what Unity's inference plays by default: ``BehaviorParameters``'
+``DeterministicInference`` is off unless set); each agent's observation goes through the
 :class:`~trainers.common.spaces.ObservationLayout` of its own observation space, as in training
 (SoccerTwos' sensors are named after the team). The other team samples its action space
 uniformly (respecting action masks). The trained team alternates between the two teams from one
@@ -72,17 +74,20 @@ class MatchRecord:
 
 
 class OnnxPolicy:
-    """An exported ``unity-train`` policy acting deterministically for one agent at a time.
+    """An exported ``unity-train`` policy acting for one agent at a time.
 
     Args:
         path: the ``.onnx`` file.
+        sampled: act on the model's sampled actions (``continuous_actions`` /
+            ``discrete_actions``, Unity's default inference) instead of its deterministic ones
+            (``deterministic_*``: the mean, the most likely branch value).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ValueError: the model is recurrent (``recurrent_in``; not supported here).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, sampled: bool = False) -> None:
         import onnxruntime
 
         if not path.is_file():
@@ -95,11 +100,9 @@ class OnnxPolicy:
             raise ValueError(f"{path} is a recurrent policy; only feed-forward ones are played.")
         self._observations = sum(1 for name in inputs if name.startswith("obs_"))
         self._masked = "action_masks" in inputs
-        self._outputs = [
-            node.name
-            for node in self._session.get_outputs()
-            if node.name.startswith("deterministic_")
-        ]
+        self._prefix = "" if sampled else "deterministic_"
+        wanted = {f"{self._prefix}continuous_actions", f"{self._prefix}discrete_actions"}
+        self._outputs = [node.name for node in self._session.get_outputs() if node.name in wanted]
 
     def act(
         self,
@@ -108,7 +111,7 @@ class OnnxPolicy:
         actions: ActionLayout,
         action_mask: Any = None,
     ) -> Any:
-        """The deterministic action for one agent's ``observation`` in its action space.
+        """The action for one agent's ``observation`` in its action space.
 
         Args:
             observation: the agent's PettingZoo observation.
@@ -131,8 +134,8 @@ class OnnxPolicy:
             feed["action_masks"] = _flat_mask(action_mask, actions.discrete_size)
         found = dict(zip(self._outputs, self._session.run(self._outputs, feed), strict=True))
         action = actions.to_env(
-            found.get("deterministic_continuous_actions"),
-            found.get("deterministic_discrete_actions"),
+            found.get(f"{self._prefix}continuous_actions"),
+            found.get(f"{self._prefix}discrete_actions"),
         )
         if isinstance(action, Mapping):
             return {key: value[0] for key, value in action.items()}
@@ -150,7 +153,12 @@ def _flat_mask(mask: Any, size: int) -> np.ndarray:
 
 
 def play_against_random(
-    scene: str, model: Path | None, games: int, seed: int, max_cycles: int | None = None
+    scene: str,
+    model: Path | None,
+    games: int,
+    seed: int,
+    max_cycles: int | None = None,
+    sampled: bool = False,
 ) -> MatchRecord:
     """Play ``games`` games of built-in ``scene``: ``model``'s team against a random team.
 
@@ -160,13 +168,15 @@ def play_against_random(
         games: the number of games.
         seed: the game's seed and the random team's.
         max_cycles: end a game as a draw after this many steps (None: the scene's own end).
+        sampled: the model plays its sampled actions (Unity's default inference), not its
+            deterministic ones (see :class:`OnnxPolicy`).
 
     Raises:
         ValueError: the scene does not have exactly two teams.
     """
     from unity_gym.pettingzoo import parallel_env
 
-    policy = None if model is None else OnnxPolicy(model)
+    policy = None if model is None else OnnxPolicy(model, sampled)
     env = parallel_env(scene=scene, seed=seed, max_cycles=max_cycles)
     try:
         behaviors: dict[str, str] = env.metadata["agent_behaviors"]

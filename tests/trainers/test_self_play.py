@@ -290,6 +290,27 @@ def test_tennis_trains_with_self_play_and_exports_onnx(
     assert self_play["last_team_change"] > 200
     assert len(self_play["snapshots"]) == 3  # the initial policy + snapshots, window 3
     assert self_play["ghost_step"] >= 200
+    # The benchmarks play the exported policy: its deterministic actions repeat for one
+    # observation, its sampled ones (Unity's default inference) vary; both play whole points.
+    from benchmarks.policy_eval import OnnxPolicy, play_against_random
+    from unity_gym.pettingzoo import parallel_env
+
+    env = parallel_env(scene="Tennis", seed=5)
+    try:
+        observations, _ = env.reset()
+        agent = env.possible_agents[0]
+        layouts = (
+            ObservationLayout.from_space(env.observation_space(agent)),
+            ActionLayout.from_space(env.action_space(agent)),
+        )
+    finally:
+        env.close()
+    for sampled, distinct in ((False, 1), (True, 8)):
+        policy = OnnxPolicy(run / "Tennis.onnx", sampled=sampled)
+        actions = {tuple(policy.act(observations[agent], *layouts)) for _ in range(8)}
+        assert len(actions) == distinct
+        record = play_against_random("Tennis", run / "Tennis.onnx", 2, seed=5, sampled=sampled)
+        assert record.games == 2 and record.draws == 0
 
 
 def test_tennis_self_play_resumes_with_its_window_elo_and_schedule(
