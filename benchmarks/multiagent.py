@@ -3,7 +3,7 @@
 Tennis with self-play, SoccerTwos with MA-POCA and self-play, and PushBlockCollab with MA-POCA
 against PPO and against ``mlagents-learn``.
 
-Three parts, run one after another in this one invocation, on the same headless player and seed:
+Four parts, run one after another in this one invocation, on the same headless player and seed:
 
 * ``tennis``: ``trainers/configs/Tennis_ppo.yaml`` (ML-Agents' ``config/ppo/Tennis.yaml``: PPO +
   self-play) on ``--scene Tennis`` for ``--tennis-steps`` agent steps (of the learning team).
@@ -34,9 +34,8 @@ Besides ``max_steps``, :func:`benchmarks.trainer_runs.with_max_steps` changes ``
 (a twentieth of the budget) in the trained configs; nothing else. ``--inference sampled`` has
 the trained policy play its sampled actions in the evaluation games, as Unity's inference does
 by default (``BehaviorParameters.DeterministicInference`` off), instead of its deterministic
-ones. ``--random-baseline`` also
-plays the evaluation games random against random (about 50% wins in Tennis; in SoccerTwos about
-as many wins as losses, most games drawn).
+ones. ``--random-baseline`` also plays the evaluation games random against random (about 50%
+wins in Tennis; in SoccerTwos about as many wins as losses, most games drawn).
 
 Usage::
 

@@ -3,7 +3,8 @@
 ELO against hand-computed values; the snapshot, swap and team-change cadence and the ELO
 bookkeeping on a ghost driven by hand through the trainer API (synthetic steps); resume of the
 snapshot window, ELO and counters through a real checkpoint file; ``unity-train`` on the built-in
-Tennis scene with self-play (a real player over gRPC); configuration errors.
+Tennis scene with self-play (a real player over gRPC), its exported policy played against random
+with deterministic and sampled actions (:mod:`benchmarks.policy_eval`); configuration errors.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 from gymnasium import spaces
 from trainer_test_support import RunTrain, ppo_behavior, ppo_trainer, tensorboard_scalars
 
+from benchmarks.policy_eval import OnnxPolicy, play_against_random
 from trainers.common.checkpoints import load_checkpoint, save_checkpoint
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.env_manager import BehaviorStep
@@ -32,6 +34,7 @@ from trainers.ghost import (
     team_of,
 )
 from trainers.settings import ConfigError, parse_run_options
+from unity_gym.pettingzoo import parallel_env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -292,9 +295,6 @@ def test_tennis_trains_with_self_play_and_exports_onnx(
     assert self_play["ghost_step"] >= 200
     # The benchmarks play the exported policy: its deterministic actions repeat for one
     # observation, its sampled ones (Unity's default inference) vary; both play whole points.
-    from benchmarks.policy_eval import OnnxPolicy, play_against_random
-    from unity_gym.pettingzoo import parallel_env
-
     env = parallel_env(scene="Tennis", seed=5)
     try:
         observations, _ = env.reset()
