@@ -4,7 +4,8 @@ The game runs in its own session and process group, with its stdout/stderr captu
 errors can quote its last lines. Nothing it starts may outlive us: the whole group is terminated on
 :meth:`PlayerProcess.close`, when the object is garbage collected, at interpreter exit, and - on
 Linux through ``PR_SET_PDEATHSIG``, elsewhere through a small watchdog process - when this Python
-process dies without cleaning up.
+process dies without cleaning up (the captured output's temporary folder, which that process
+can no longer remove, is removed by the next launch).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "build_player_args",
     "describe_returncode",
     "find_executable",
+    "remove_orphaned_output_dirs",
     "user_log_file",
 ]
 
@@ -47,6 +49,12 @@ EXECUTABLE_EXTENSIONS = (".x86_64", ".x86", ".exe", ".app")
 
 LOG_TAIL_LINES = 20
 """How many lines of the game's output an error message quotes."""
+
+OUTPUT_DIR_PREFIX = "unity_gym_player_"
+"""Name prefix of the temporary folder holding a game's captured output."""
+
+OWNERS_FILE = "owners"
+"""File in that folder naming the launching process and the game (``pid start-time`` lines)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,7 +459,8 @@ class PlayerProcess:
             executable: program to run (see :func:`find_executable`).
             args: its arguments (see :func:`build_player_args`).
             output_dir: where ``Player-<worker_id>-stdout.log`` is written; a temporary
-                directory (removed on close) when None.
+                directory (removed on close; one a killed process left behind is removed by a
+                later launch, see :func:`remove_orphaned_output_dirs`) when None.
             worker_id: used in the output file name.
             die_with_parent: make the game die when this process dies.
             use_watchdog: force (True) or forbid (False) the watchdog process used where
@@ -465,7 +474,8 @@ class PlayerProcess:
         executable = Path(executable)
         temp_dir: str | None = None
         if output_dir is None:
-            temp_dir = tempfile.mkdtemp(prefix="unity_gym_player_")
+            remove_orphaned_output_dirs()
+            temp_dir = tempfile.mkdtemp(prefix=OUTPUT_DIR_PREFIX)
             output_dir = temp_dir
         Path(output_dir).mkdir(parents=True, exist_ok=True)
         output_path = Path(output_dir) / f"Player-{worker_id}-stdout.log"
@@ -501,6 +511,8 @@ class PlayerProcess:
                 f"Couldn't start {executable}: {error.strerror or error}. Check that it is a "
                 "player built for this platform (a script needs a '#!' line)."
             ) from error
+        if temp_dir is not None:
+            _write_owners(Path(temp_dir), popen.pid)
         watchdog = _start_watchdog(popen.pid) if watchdog_wanted else None
         logger.debug("launched %s (pid %d)", command, popen.pid)
         return cls(
@@ -589,3 +601,81 @@ class PlayerProcess:
 def _remove(directory: str | None) -> None:
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), [] if unknown."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _start_time(pid: int) -> str:
+    """When ``pid`` started (clock ticks since boot), "" where unknown."""
+    fields = _stat_fields(pid)
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _is_alive(pid: int, start_time: str) -> bool:
+    """True while ``pid`` runs (a zombie does not) and, where known, is still the process that
+    started at ``start_time`` (not a later one given the same pid)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    fields = _stat_fields(pid)
+    if not fields:
+        return True  # no /proc: trust the signal
+    if fields[0] in ("Z", "X"):
+        return False
+    return not start_time or len(fields) <= 19 or fields[19] == start_time
+
+
+def _write_owners(directory: Path, game_pid: int) -> None:
+    """Name this process and the game in ``directory`` (see :func:`remove_orphaned_output_dirs`)."""
+    me = os.getpid()
+    with contextlib.suppress(OSError):
+        (directory / OWNERS_FILE).write_text(
+            f"{me} {_start_time(me)}\n{game_pid} {_start_time(game_pid)}\n", encoding="ascii"
+        )
+
+
+def remove_orphaned_output_dirs(root: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove the temporary output folders that killed processes left behind.
+
+    A game launched without ``output_dir`` writes its output to a temporary folder that
+    :meth:`PlayerProcess.close` (or garbage collection, or interpreter exit) removes. A Python
+    process killed outright (SIGKILL, a lost Ray actor) takes its game with it but cannot remove
+    the folder; :meth:`PlayerProcess.launch` calls this to remove such folders, so they do not
+    pile up. Only folders of this user whose owners file names a launching process and a game
+    that have both exited are touched.
+
+    Args:
+        root: where to look (default: :func:`tempfile.gettempdir`).
+
+    Returns:
+        The folders removed.
+    """
+    base = Path(tempfile.gettempdir() if root is None else root)
+    removed: list[Path] = []
+    try:
+        candidates = list(base.glob(f"{OUTPUT_DIR_PREFIX}*"))
+    except OSError:
+        return removed
+    for directory in candidates:
+        try:
+            if hasattr(os, "getuid") and directory.stat().st_uid != os.getuid():
+                continue
+            owners = []
+            for line in (directory / OWNERS_FILE).read_text(encoding="ascii").splitlines():
+                pid, _, start_time = line.partition(" ")
+                owners.append((int(pid), start_time.strip()))
+        except (OSError, ValueError):
+            continue  # not ours, being created, or from an older version: leave it
+        if owners and not any(_is_alive(pid, start_time) for pid, start_time in owners):
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+    return removed

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -20,6 +21,7 @@ from unity_gym.launcher import (
     build_player_args,
     describe_returncode,
     find_executable,
+    remove_orphaned_output_dirs,
     user_log_file,
 )
 
@@ -247,7 +249,9 @@ _ORPHAN_PARENT = """
 import sys, time
 sys.path.insert(0, {root!r})
 from unity_gym.launcher import PlayerProcess
-player = PlayerProcess.launch({game!r}, [], use_watchdog={watchdog})
+player = PlayerProcess.launch(
+    {game!r}, [], use_watchdog={watchdog}, die_with_parent={die_with_parent}
+)
 print(player.pid, flush=True)
 sys.stdin.readline()
 if {exit_normally}:
@@ -256,13 +260,38 @@ time.sleep(300)
 """
 
 
-def _run_parent(tmp_path: Path, *, watchdog: bool, exit_normally: bool) -> tuple[int, int]:
+def _run_parent(
+    tmp_path: Path,
+    *,
+    watchdog: bool,
+    exit_normally: bool,
+    die_with_parent: bool = True,
+    temp_root: Path | None = None,
+) -> tuple[int, int]:
+    """Run a Python process that launches a game and then exits or is killed.
+
+    ``temp_root`` (default ``tmp_path / "tmp"``) is the parent's temporary folder.
+
+    Returns:
+        The parent's and the game's pids.
+    """
     game = script(tmp_path / "sleep.sh", "exec sleep 300\n")
     code = _ORPHAN_PARENT.format(
-        root=str(REPO_ROOT), game=str(game), watchdog=watchdog, exit_normally=exit_normally
+        root=str(REPO_ROOT),
+        game=str(game),
+        watchdog=watchdog,
+        exit_normally=exit_normally,
+        die_with_parent=die_with_parent,
     )
+    temp_root = temp_root or tmp_path / "tmp"  # the game's output folder goes there
+    temp_root.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(temp_root)}
     parent = subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert parent.stdin is not None and parent.stdout is not None
     game_pid = int(parent.stdout.readline())
@@ -287,6 +316,57 @@ def test_a_killed_parent_takes_the_game_with_it(tmp_path: Path) -> None:
 def test_watchdog_fallback_kills_the_game_when_the_parent_dies(tmp_path: Path) -> None:
     _, game_pid = _run_parent(tmp_path, watchdog=True, exit_normally=False)
     assert wait_until(lambda: not alive(game_pid))
+
+
+@posix_only
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_the_next_launch_removes_the_output_folder_a_killed_parent_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temp_root = tmp_path / "tmp"
+    _, game_pid = _run_parent(tmp_path, watchdog=False, exit_normally=False, temp_root=temp_root)
+    assert wait_until(lambda: not alive(game_pid))
+    [left] = temp_root.glob("unity_gym_player_*")  # the killed parent could not remove it
+    assert (left / "Player-0-stdout.log").exists()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
+    player = PlayerProcess.launch(tmp_path / "sleep.sh", [])
+    try:
+        assert not left.exists()
+        assert player.output_path.parent.parent == temp_root
+        assert remove_orphaned_output_dirs(temp_root) == []  # a running game's folder stays
+        assert player.output_path.exists()
+    finally:
+        player.close()
+    assert not player.output_path.parent.exists()
+
+
+@posix_only
+def test_a_game_outliving_its_parent_keeps_its_output_folder_until_it_exits(
+    tmp_path: Path,
+) -> None:
+    temp_root = tmp_path / "tmp"
+    _, game_pid = _run_parent(
+        tmp_path,
+        watchdog=False,
+        exit_normally=False,
+        die_with_parent=False,
+        temp_root=temp_root,
+    )
+    try:
+        [folder] = temp_root.glob("unity_gym_player_*")
+        time.sleep(0.2)
+        assert alive(game_pid)
+        assert remove_orphaned_output_dirs(temp_root) == []
+        assert folder.exists()
+    finally:
+        os.killpg(game_pid, signal.SIGKILL)
+    assert wait_until(lambda: not alive(game_pid))
+    assert remove_orphaned_output_dirs(temp_root) == [folder]
+    assert not folder.exists()
+    unowned = temp_root / "unity_gym_player_unowned"  # no owners file: not touched
+    unowned.mkdir()
+    assert remove_orphaned_output_dirs(temp_root) == []
+    assert unowned.exists()
 
 
 @posix_only
