@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,7 +86,10 @@ def test_attribute_access_and_seeding(vec_env: UnityVecEnv) -> None:
     assert vec_env.venv.game_pids != pids  # the new seed relaunched the games
 
 
-def test_ppo_trains_on_all_agents(vec_env: UnityVecEnv) -> None:
+def test_ppo_trains_on_all_agents(
+    vec_env: UnityVecEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))  # SB3 makes its log folder there, not /tmp
     env = VecMonitor(vec_env)
     model = PPO("MlpPolicy", env, n_steps=16, batch_size=32, n_epochs=1, device="cpu")
     model.learn(total_timesteps=128)
