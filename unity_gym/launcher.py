@@ -291,6 +291,14 @@ def _start_watchdog(process_group: int) -> subprocess.Popen[bytes]:
 # --------------------------------------------------------------------------------------------
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), [] if unknown."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def _group_alive(process_group: int) -> bool:
     """True while some non-zombie process belongs to ``process_group``.
 
@@ -309,10 +317,7 @@ def _group_alive(process_group: int) -> bool:
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
+        fields = _stat_fields(int(entry.name))
         # fields after the command name: state, ppid, pgrp, ...
         if len(fields) > 2 and fields[2] == str(process_group) and fields[0] not in "ZX":
             return True
@@ -601,14 +606,6 @@ class PlayerProcess:
 def _remove(directory: str | None) -> None:
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
-
-
-def _stat_fields(pid: int) -> list[str]:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first), [] if unknown."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return []
 
 
 def _start_time(pid: int) -> str:

@@ -266,11 +266,10 @@ def _run_parent(
     watchdog: bool,
     exit_normally: bool,
     die_with_parent: bool = True,
-    temp_root: Path | None = None,
 ) -> tuple[int, int]:
     """Run a Python process that launches a game and then exits or is killed.
 
-    ``temp_root`` (default ``tmp_path / "tmp"``) is the parent's temporary folder.
+    The parent's temporary folder (where the game's output folder goes) is ``tmp_path / "tmp"``.
 
     Returns:
         The parent's and the game's pids.
@@ -283,7 +282,7 @@ def _run_parent(
         exit_normally=exit_normally,
         die_with_parent=die_with_parent,
     )
-    temp_root = temp_root or tmp_path / "tmp"  # the game's output folder goes there
+    temp_root = tmp_path / "tmp"
     temp_root.mkdir(exist_ok=True)
     env = {**os.environ, "TMPDIR": str(temp_root)}
     parent = subprocess.Popen(
@@ -324,7 +323,7 @@ def test_the_next_launch_removes_the_output_folder_a_killed_parent_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     temp_root = tmp_path / "tmp"
-    _, game_pid = _run_parent(tmp_path, watchdog=False, exit_normally=False, temp_root=temp_root)
+    _, game_pid = _run_parent(tmp_path, watchdog=False, exit_normally=False)
     assert wait_until(lambda: not alive(game_pid))
     [left] = temp_root.glob("unity_gym_player_*")  # the killed parent could not remove it
     assert (left / "Player-0-stdout.log").exists()
@@ -345,13 +344,7 @@ def test_a_game_outliving_its_parent_keeps_its_output_folder_until_it_exits(
     tmp_path: Path,
 ) -> None:
     temp_root = tmp_path / "tmp"
-    _, game_pid = _run_parent(
-        tmp_path,
-        watchdog=False,
-        exit_normally=False,
-        die_with_parent=False,
-        temp_root=temp_root,
-    )
+    _, game_pid = _run_parent(tmp_path, watchdog=False, exit_normally=False, die_with_parent=False)
     try:
         [folder] = temp_root.glob("unity_gym_player_*")
         time.sleep(0.2)
