@@ -1,8 +1,8 @@
 """Curriculum and memory, side by side: WallJump with and without lessons, Hallway with and
 without an LSTM, and ``unity-train`` against ``mlagents-learn`` on the Hallway memory config.
 
-Three parts, each running its contenders one after another in this one invocation, on the same
-headless player and seed:
+Three parts, each running its contenders one after another (``--concurrent``: at the same time,
+each on its own game) in this one invocation, on the same headless player and seed:
 
 * ``walljump``: ML-Agents' ``config/ppo/WallJump_curriculum.yaml`` (bundled as
   ``trainers/configs/WallJump_curriculum_ppo.yaml``) against the same file with each wall height
@@ -30,7 +30,7 @@ Usage::
 
     python -m benchmarks.curriculum_memory [--only walljump|hallway|speed ...]
         [--walljump-steps 400000] [--hallway-steps 400000] [--target 0.2]
-        [--time-limit 1800] [--seed 1] [--tail 3]
+        [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent]
 
 Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when the reference peer is
 unavailable (the speed part is then skipped with the reason).
@@ -52,12 +52,13 @@ if str(REPO_ROOT) not in sys.path:
 
 from benchmarks.trainer_runs import (  # noqa: E402
     add_common_arguments,
+    budget_shortfall,
     last_scalar,
     mean_of_last,
     race_mlagents_learn,
     run_parts,
     scalar_series,
-    train,
+    train_all,
     with_max_steps,
 )
 
@@ -95,8 +96,12 @@ def walljump(args: argparse.Namespace, workdir: Path) -> bool:
     config = with_max_steps(config, args.walljump_steps)
     flags = ["--scene", "WallJump", "--num-areas", "12"]
     rows = []
-    for name, variant in (("curriculum", config), ("no-curriculum", without_curriculum(config))):
-        output = train(variant, f"walljump-{name}", workdir, flags, args.seed)
+    shortfalls = []
+    variants = {"curriculum": config, "no-curriculum": without_curriculum(config)}
+    runs = [(f"walljump-{name}", variant) for name, variant in variants.items()]
+    outputs = train_all(runs, workdir, flags, args.seed, args.concurrent)
+    for (name, variant), output in zip(variants.items(), outputs, strict=True):
+        shortfalls += [f"{name}: {short}" for short in budget_shortfall(output, variant)]
         for behavior, parameter in WALL_PARAMETERS.items():
             reward, count = mean_of_last(output, behavior, args.tail)
             lesson = last_scalar(
@@ -114,6 +119,9 @@ def walljump(args: argparse.Namespace, workdir: Path) -> bool:
     with_lessons = [row[3] for row in rows if row[0] == "curriculum"]
     without = [row[3] for row in rows if row[0] == "no-curriculum"]
     ahead = sum(with_lessons) > sum(without)
+    if shortfalls:
+        print(f"  goal: not decided, a run stopped before its budget ({'; '.join(shortfalls)})")
+        return False
     print(f"  goal: curriculum ahead (sum over behaviors) -> {'met' if ahead else 'not met'}")
     return ahead
 
@@ -123,8 +131,10 @@ def hallway(args: argparse.Namespace, workdir: Path) -> bool:
     config = yaml.safe_load(HALLWAY_CONFIG.read_text(encoding="utf-8"))
     config = with_max_steps(config, args.hallway_steps)
     rows = []
-    for name, variant in (("memory", config), ("no-memory", without_memory(config))):
-        output = train(variant, f"hallway-{name}", workdir, ["--scene", "Hallway"], args.seed)
+    variants = {"memory": config, "no-memory": without_memory(config)}
+    runs = [(f"hallway-{name}", variant) for name, variant in variants.items()]
+    outputs = train_all(runs, workdir, ["--scene", "Hallway"], args.seed, args.concurrent)
+    for name, output in zip(variants, outputs, strict=True):
         share = correct_share(workdir / "results" / f"hallway-{name}", args.tail)
         rows.append((name, *mean_of_last(output, "Hallway", args.tail), share))
     print(f"\nHallway, {args.hallway_steps} steps each, seed {args.seed}")

@@ -2,8 +2,8 @@
 PushBlock with GAIL + behavioral cloning against PPO without demonstrations; and ``unity-train``
 against ``mlagents-learn`` on the Pyramids curiosity config.
 
-Three parts, each running its contenders one after another in this one invocation, on the same
-headless player and seed:
+Three parts, each running its contenders one after another (``--concurrent``: at the same time,
+each on its own game) in this one invocation, on the same headless player and seed:
 
 * ``pyramids``: ML-Agents' ``config/ppo/Pyramids.yaml`` (curiosity; bundled as
   ``trainers/configs/Pyramids_ppo.yaml``), the same with ``PyramidsRND.yaml``'s ``rnd`` signal in
@@ -30,7 +30,7 @@ Usage::
 
     python -m benchmarks.intrinsic_imitation [--only pyramids|pushblock|speed ...]
         [--pyramids-steps 300000] [--pushblock-steps 300000] [--pushblock-target 4]
-        [--target 0.0] [--time-limit 1800] [--seed 1] [--tail 3]
+        [--target 0.0] [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent]
 
 Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
 (the reference peer or the demonstrations are unavailable; the reason is printed).
@@ -56,7 +56,7 @@ from benchmarks.trainer_runs import (  # noqa: E402
     mean_of_last,
     race_mlagents_learn,
     run_parts,
-    train,
+    train_all,
     with_max_steps,
 )
 
@@ -137,10 +137,13 @@ def pyramids(args: argparse.Namespace, workdir: Path) -> bool:
     """Part ``pyramids``; True when both intrinsic variants are clearly above."""
     config = yaml.safe_load(PYRAMIDS_CONFIG.read_text(encoding="utf-8"))
     config = with_max_steps(config, args.pyramids_steps)
-    rewards: dict[str, tuple[float, int]] = {}
-    for name, variant in pyramids_variants(config).items():
-        output = train(variant, f"pyramids-{name}", workdir, ["--scene", "Pyramids"], args.seed)
-        rewards[name] = mean_of_last(output, "Pyramids", args.tail)
+    variants = pyramids_variants(config)
+    runs = [(f"pyramids-{name}", variant) for name, variant in variants.items()]
+    outputs = train_all(runs, workdir, ["--scene", "Pyramids"], args.seed, args.concurrent)
+    rewards = {
+        name: mean_of_last(output, "Pyramids", args.tail)
+        for name, output in zip(variants, outputs, strict=True)
+    }
     print(f"\nPyramids, {args.pyramids_steps} steps each, seed {args.seed}")
     for name, (reward, count) in rewards.items():
         print(f"  {name:10s} mean reward (last {count}) {reward:+.3f}")
@@ -164,10 +167,12 @@ def pushblock(args: argparse.Namespace, workdir: Path) -> bool | None:
     behavior = plain["behaviors"]["PushBlock"]
     behavior.pop("behavioral_cloning")
     behavior["reward_signals"].pop("gail")
-    reached: dict[str, int | None] = {}
-    for name, variant in (("gail+bc", imitation), ("ppo", plain)):
-        output = train(variant, f"pushblock-{name}", workdir, ["--scene", "PushBlock"], args.seed)
-        reached[name] = steps_to(output, "PushBlock", args.pushblock_target, args.tail)
+    runs = [("pushblock-gail+bc", imitation), ("pushblock-ppo", plain)]
+    outputs = train_all(runs, workdir, ["--scene", "PushBlock"], args.seed, args.concurrent)
+    reached = {
+        name: steps_to(output, "PushBlock", args.pushblock_target, args.tail)
+        for name, output in zip(("gail+bc", "ppo"), outputs, strict=True)
+    }
     print(f"\nPushBlock, steps to mean reward {args.pushblock_target}, seed {args.seed}")
     for name, step in reached.items():
         shown = f"{step} steps" if step is not None else f"not within {args.pushblock_steps}"

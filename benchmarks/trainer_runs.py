@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "Part",
     "ScalarPoint",
     "add_common_arguments",
+    "budget_shortfall",
     "last_scalar",
     "mean_of_last",
     "race_mlagents_learn",
@@ -41,6 +43,7 @@ __all__ = [
     "run_until_group_reward",
     "scalar_series",
     "train",
+    "train_all",
     "with_max_steps",
 ]
 
@@ -97,13 +100,60 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
         command, cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=4 * 3600
     )
     output = done.stdout + done.stderr
-    for line in output.splitlines():
-        if "Mean Reward" in line or "lesson" in line.lower() or "Error" in line:
-            print(f"  {line}", flush=True)
+    shown = [
+        f"  {line}"
+        for line in output.splitlines()
+        if "Mean Reward" in line or "lesson" in line.lower() or "Error" in line
+    ]
+    print("\n".join([f"-- {name} finished", *shown]), flush=True)  # one block per run
     if done.returncode != 0:
         print(output[-3000:], flush=True)
         raise RuntimeError(f"{name}: unity-train exited with {done.returncode}")
+    for shortfall in budget_shortfall(output, config):
+        print(f"  {name} stopped before its budget: {shortfall}", flush=True)
     return output
+
+
+def train_all(
+    runs: Sequence[tuple[str, dict[str, Any]]],
+    workdir: Path,
+    flags: Sequence[str],
+    seed: int,
+    concurrent: bool = False,
+) -> list[str]:
+    """:func:`train` each ``(name, config)`` of ``runs``, one after another or, with
+    ``concurrent``, all at once (each run's trainer and game wait on each other, so one run keeps
+    about one core busy: two runs side by side on two cores take little longer than one).
+    Returns the console outputs in the order of ``runs``."""
+    if not concurrent:
+        return [train(config, name, workdir, flags, seed) for name, config in runs]
+    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        futures = [pool.submit(train, config, name, workdir, flags, seed) for name, config in runs]
+        return [future.result() for future in futures]
+
+
+def budget_shortfall(output: str, config: dict[str, Any]) -> list[str]:
+    """The behaviors of ``config`` whose last summary in ``output`` is short of their
+    ``max_steps`` (a run stopped by Ctrl-C exits with status 0 after saving, so its results
+    must not be read as the budget's), each as ``"<behavior> at <step> of <max_steps> steps"``.
+
+    A summary line (with a mean reward or saying that no episode ended) is written at each
+    ``summary_freq`` multiple, so a completed behavior's last one is at least
+    ``max_steps - summary_freq``; a behavior without any summary line counts as short.
+    """
+    short = []
+    for behavior, settings in config.get("behaviors", {}).items():
+        budget = int(settings.get("max_steps", 500_000))
+        frequency = int(settings.get("summary_freq", 50_000))
+        steps = [
+            int(match["step"])
+            for match in _SUMMARY_LINE.finditer(output)
+            if match["behavior"] == behavior
+        ]
+        last = max(steps, default=0)
+        if last < budget - frequency:
+            short.append(f"{behavior} at {last} of {budget} steps")
+    return short
 
 
 @dataclass(frozen=True)
@@ -276,11 +326,16 @@ def race_mlagents_learn(
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, parts: Sequence[str]) -> None:
-    """``--only``, ``--time-limit``, ``--seed`` and ``--tail``."""
+    """``--only``, ``--time-limit``, ``--seed``, ``--tail`` and ``--concurrent``."""
     parser.add_argument("--only", action="append", choices=parts, help="parts to run")
     parser.add_argument("--time-limit", type=float, default=1800.0, help="seconds (race)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tail", type=int, default=3, help="summaries averaged per run")
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="train a part's contenders at the same time (each run keeps about one core busy)",
+    )
 
 
 def run_parts(parts: dict[str, Part], args: argparse.Namespace, prefix: str) -> int:
