@@ -88,7 +88,12 @@ def mean_of_last(output: str, behavior: str, tail: int) -> tuple[float, int]:
 
 
 def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str], seed: int) -> str:
-    """Run ``unity-train`` on ``config`` to its ``max_steps``; returns its console output."""
+    """Run ``unity-train`` on ``config`` to its ``max_steps``; returns its console output.
+
+    Raises:
+        RuntimeError: if ``unity-train`` failed, or stopped before a behavior's ``max_steps``
+            (Ctrl-C saves and exits with status 0; see :func:`budget_shortfall`).
+    """
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     command = [
@@ -109,8 +114,12 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
     if done.returncode != 0:
         print(output[-3000:], flush=True)
         raise RuntimeError(f"{name}: unity-train exited with {done.returncode}")
-    for shortfall in budget_shortfall(output, config):
-        print(f"  {name} stopped before its budget: {shortfall}", flush=True)
+    shortfalls = budget_shortfall(output, config)
+    if shortfalls:
+        raise RuntimeError(
+            f"{name}: unity-train stopped before its budget ({'; '.join(shortfalls)}), so its "
+            "results are not the budget's; rerun it to the end"
+        )
     return output
 
 
@@ -124,7 +133,8 @@ def train_all(
     """:func:`train` each ``(name, config)`` of ``runs``, one after another or, with
     ``concurrent``, all at once (each run's trainer and game wait on each other, so one run keeps
     about one core busy: two runs side by side on two cores take little longer than one).
-    Returns the console outputs in the order of ``runs``."""
+    Returns the console outputs in the order of ``runs``; with ``concurrent``, a failed
+    run's error (see :func:`train`) is raised once every run has ended."""
     if not concurrent:
         return [train(config, name, workdir, flags, seed) for name, config in runs]
     with ThreadPoolExecutor(max_workers=len(runs)) as pool:
