@@ -26,11 +26,16 @@ each on its own game) in this one invocation, on the same headless player and se
 The reported reward of a run is the mean of its last ``--tail`` summaries (ML-Agents' summary
 lines: the mean cumulative reward of the episodes that ended since the previous summary).
 
+``--workdir DIR`` keeps the runs in ``DIR`` instead of a temporary folder: the same command
+with the same folder continues a run stopped before its budget (Ctrl-C saves it; a temporary
+folder holding one is kept and named) and reuses a complete one, so a long budget can be
+trained over several sittings (:func:`benchmarks.trainer_runs.train`).
+
 Usage::
 
     python -m benchmarks.curriculum_memory [--only walljump|hallway|speed ...]
         [--walljump-steps 400000] [--hallway-steps 400000] [--target 0.2]
-        [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent]
+        [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent] [--workdir DIR]
 
 Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when the reference peer is
 unavailable (the speed part is then skipped with the reason).

@@ -26,11 +26,17 @@ Summaries come every twentieth of the step budget (``summary_freq`` is the only 
 the configs besides ``max_steps`` and ``demo_path``; see
 :func:`benchmarks.trainer_runs.with_max_steps`).
 
+``--workdir DIR`` keeps the runs in ``DIR`` instead of a temporary folder: the same command
+with the same folder continues a run stopped before its budget (Ctrl-C saves it; a temporary
+folder holding one is kept and named) and reuses a complete one, so a long budget can be
+trained over several sittings (:func:`benchmarks.trainer_runs.train`).
+
 Usage::
 
     python -m benchmarks.intrinsic_imitation [--only pyramids|pushblock|speed ...]
         [--pyramids-steps 300000] [--pushblock-steps 300000] [--pushblock-target 4]
         [--target 0.0] [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent]
+        [--workdir DIR]
 
 Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
 (the reference peer or the demonstrations are unavailable; the reason is printed).

@@ -3,7 +3,8 @@
 Tennis with self-play, SoccerTwos with MA-POCA and self-play, and PushBlockCollab with MA-POCA
 against PPO and against ``mlagents-learn``.
 
-Four parts, run one after another in this one invocation, on the same headless player and seed:
+Four parts, run one after another in this one invocation (``--concurrent``: the two ``collab``
+contenders at the same time, each on its own game), on the same headless player and seed:
 
 * ``tennis``: ``trainers/configs/Tennis_ppo.yaml`` (ML-Agents' ``config/ppo/Tennis.yaml``: PPO +
   self-play) on ``--scene Tennis`` for ``--tennis-steps`` agent steps (of the learning team).
@@ -37,13 +38,18 @@ by default (``BehaviorParameters.DeterministicInference`` off), instead of its d
 ones. ``--random-baseline`` also plays the evaluation games random against random (about 50%
 wins in Tennis; in SoccerTwos about as many wins as losses, most games drawn).
 
+``--workdir DIR`` keeps the runs in ``DIR`` instead of a temporary folder: the same command
+with the same folder continues a run stopped before its budget (Ctrl-C saves it; a temporary
+folder holding one is kept and named) and reuses a complete one, so a long budget can be
+trained over several sittings (:func:`benchmarks.trainer_runs.train`).
+
 Usage::
 
     python -m benchmarks.multiagent [--only tennis|soccer|collab|speed ...]
         [--tennis-steps 500000] [--soccer-steps 1000000] [--collab-steps 500000]
         [--eval-episodes 100] [--random-baseline] [--inference deterministic|sampled]
         [--target 0.0]
-        [--time-limit 1800] [--seed 1] [--tail 3]
+        [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent] [--workdir DIR]
 
 Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
 (the reference peer is unavailable; the reason is printed).
@@ -72,6 +78,7 @@ from benchmarks.trainer_runs import (  # noqa: E402
     run_parts,
     scalar_series,
     train,
+    train_all,
     with_max_steps,
 )
 
@@ -176,13 +183,14 @@ def collab(args: argparse.Namespace, workdir: Path) -> bool:
     """Part ``collab``; True when POCA's mean group reward is above PPO's."""
     poca_config = yaml.safe_load(COLLAB_POCA_CONFIG.read_text(encoding="utf-8"))
     ppo_config = yaml.safe_load(COLLAB_PPO_CONFIG.read_text(encoding="utf-8"))
+    runs = [
+        ("collab-poca", with_max_steps(poca_config, args.collab_steps)),
+        ("collab-ppo", with_max_steps(ppo_config, args.collab_steps)),
+    ]
     flags = ["--scene", "PushBlockCollab"]
-    train(with_max_steps(poca_config, args.collab_steps), "collab-poca", workdir, flags, args.seed)
+    output = train_all(runs, workdir, flags, args.seed, args.concurrent)[1]
     points = scalar_series(workdir / "results" / "collab-poca", GROUP_REWARD)[-args.tail :]
     poca = sum(point.value for point in points) / len(points) if points else float("nan")
-    output = train(
-        with_max_steps(ppo_config, args.collab_steps), "collab-ppo", workdir, flags, args.seed
-    )
     ppo, ppo_count = mean_of_last(output, "PushBlockCollab", args.tail)
     print(f"\nPushBlockCollab, {args.collab_steps} steps each, seed {args.seed}")
     print(f"  poca  mean group reward (last {len(points)} summaries, TensorBoard) {poca:+.3f}")

@@ -7,12 +7,17 @@ built-in scene.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +38,7 @@ from benchmarks.train_3dball import ContenderProcess, ContenderResult, run_until
 __all__ = [
     "GROUP_REWARD",
     "Part",
+    "RunStoppedError",
     "ScalarPoint",
     "add_common_arguments",
     "budget_shortfall",
@@ -87,40 +93,119 @@ def mean_of_last(output: str, behavior: str, tail: int) -> tuple[float, int]:
     return sum(s.mean_reward for s in last) / len(last), len(last)
 
 
+class RunStoppedError(RuntimeError):
+    """A run stopped before its budget (Ctrl-C, or ``unity-train`` stopped by a signal): its
+    checkpoints are in the workdir, and the same command with ``--workdir`` continues it."""
+
+
 def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str], seed: int) -> str:
-    """Run ``unity-train`` on ``config`` to its ``max_steps``; returns its console output.
+    """Run ``unity-train`` on ``config`` to its ``max_steps``; returns its console output, every
+    invocation's (kept in ``<workdir>/<name>.log``).
+
+    A run that an earlier invocation left in ``workdir`` (``--workdir``) is continued with
+    ``--resume`` when it is short of its budget, and not trained again when complete; it must
+    have been started with the same config, flags and seed. Ctrl-C asks ``unity-train`` to save
+    and stop (a second Ctrl-C kills it; see :func:`_wait_saving`).
 
     Raises:
-        RuntimeError: if ``unity-train`` failed, or stopped before a behavior's ``max_steps``
-            (Ctrl-C saves and exits with status 0; see :func:`budget_shortfall`).
+        RunStoppedError: if ``unity-train`` stopped before a behavior's ``max_steps`` (it saves and
+            exits with status 0 when stopped; see :func:`budget_shortfall`), Ctrl-C included.
+        RuntimeError: if ``unity-train`` failed, or ``workdir`` holds this run with other
+            settings.
     """
-    path = workdir / f"{name}.yaml"
+    path, log = workdir / f"{name}.yaml", workdir / f"{name}.log"
+    settings = workdir / f"{name}.settings.json"
+    wanted = json.dumps({"config": config, "flags": list(flags), "seed": seed}, sort_keys=True)
+    run_dir = workdir / "results" / name
+    resume = run_dir.is_dir() and any(run_dir.iterdir())
+    if resume:
+        if not settings.is_file() or settings.read_text(encoding="utf-8") != wanted:
+            raise RuntimeError(
+                f"{name}: {run_dir} holds a run started with other settings (config, flags or "
+                "seed); choose another --workdir, or delete that folder to start over"
+            )
+        previous = log.read_text(encoding="utf-8") if log.is_file() else ""
+        if not budget_shortfall(previous, config):
+            print(f"\n== {name}: complete in {workdir}, not trained again", flush=True)
+            return previous
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    settings.write_text(wanted, encoding="utf-8")
     command = [
         sys.executable, "-m", "trainers", str(path), "--run-id", name,
         "--results-dir", str(workdir / "results"), "--seed", str(seed), *flags,
+        *(["--resume"] if resume else []),
     ]  # fmt: skip
     print(f"\n== {name}\n$ unity-train {' '.join(command[3:])}", flush=True)
-    done = subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=4 * 3600
-    )
-    output = done.stdout + done.stderr
+    with log.open("a", encoding="utf-8") as sink:
+        start = sink.tell()
+        # A session of its own: a terminal's Ctrl-C reaches it once, through _wait_saving.
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        with _RUNNING_LOCK:
+            _RUNNING.add(process)
+        try:
+            interrupted = _wait_saving(lambda: process.poll() is not None)
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(process)
+    output = log.read_text(encoding="utf-8")
     shown = [
         f"  {line}"
-        for line in output.splitlines()
+        for line in output[start:].splitlines()
         if "Mean Reward" in line or "lesson" in line.lower() or "Error" in line
     ]
     print("\n".join([f"-- {name} finished", *shown]), flush=True)  # one block per run
-    if done.returncode != 0:
+    if process.returncode != 0 and not interrupted:
         print(output[-3000:], flush=True)
-        raise RuntimeError(f"{name}: unity-train exited with {done.returncode}")
+        raise RuntimeError(f"{name}: unity-train exited with {process.returncode}")
     shortfalls = budget_shortfall(output, config)
     if shortfalls:
-        raise RuntimeError(
+        raise RunStoppedError(
             f"{name}: unity-train stopped before its budget ({'; '.join(shortfalls)}), so its "
-            "results are not the budget's; rerun it to the end"
+            "results are not the budget's"
         )
+    if interrupted:
+        raise RunStoppedError(f"{name}: stopped by Ctrl-C (at the end of its budget)")
     return output
+
+
+#: The ``unity-train`` processes :func:`train` waits for now.
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def _wait_saving(finished: Callable[[], bool]) -> bool:
+    """Wait until ``finished()``; True when Ctrl-C came meanwhile.
+
+    The first Ctrl-C sends SIGINT to every running ``unity-train`` (which finishes its step,
+    saves and exits) and goes on waiting; the second kills them and their games and is raised.
+    Only the main thread sees Ctrl-C, within a poll period even when the signal reached another
+    thread (a blocking wait there would not wake).
+    """
+    interrupted = False
+    while True:
+        try:
+            while not finished():
+                time.sleep(0.2)
+            return interrupted
+        except KeyboardInterrupt:
+            with _RUNNING_LOCK:
+                running = [process for process in _RUNNING if process.poll() is None]
+            if interrupted:
+                for process in running:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(process.pid, signal.SIGKILL)
+                raise
+            interrupted = True
+            print(
+                f"\nCtrl-C: {len(running)} unity-train run(s) save and stop "
+                "(Ctrl-C again kills them unsaved)",
+                flush=True,
+            )
+            for process in running:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGINT)
 
 
 def train_all(
@@ -139,6 +224,8 @@ def train_all(
         return [train(config, name, workdir, flags, seed) for name, config in runs]
     with ThreadPoolExecutor(max_workers=len(runs)) as pool:
         futures = [pool.submit(train, config, name, workdir, flags, seed) for name, config in runs]
+        if _wait_saving(lambda: all(future.done() for future in futures)):
+            raise RunStoppedError("stopped by Ctrl-C")
         return [future.result() for future in futures]
 
 
@@ -181,8 +268,9 @@ def scalar_series(run_dir: Path, tag: str) -> list[ScalarPoint]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     points: list[ScalarPoint] = []
-    for events in run_dir.rglob("events.out.tfevents.*"):
-        accumulator = EventAccumulator(str(events.parent), size_guidance={"scalars": 0})
+    # One accumulator per folder: it reads every event file there (a resumed run adds one).
+    for folder in sorted({events.parent for events in run_dir.rglob("events.out.tfevents.*")}):
+        accumulator = EventAccumulator(str(folder), size_guidance={"scalars": 0})
         accumulator.Reload()
         if tag in accumulator.Tags()["scalars"]:
             points += [
@@ -278,6 +366,8 @@ def race_mlagents_learn(
     except PeerUnavailableError as error:
         print(f"\nmlagents-learn race skipped: reference peer venv unavailable: {error}")
         return None
+    for contender in ("unity-train", "mlagents-learn"):  # a race starts over (--workdir)
+        shutil.rmtree(workdir / f"race-{scene}-{contender}", ignore_errors=True)
     build = build_executable(scene, workdir / f"build-{scene}").with_suffix("")
     path = workdir / f"race-{scene}.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
@@ -336,7 +426,7 @@ def race_mlagents_learn(
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, parts: Sequence[str]) -> None:
-    """``--only``, ``--time-limit``, ``--seed``, ``--tail`` and ``--concurrent``."""
+    """``--only``, ``--time-limit``, ``--seed``, ``--tail``, ``--concurrent`` and ``--workdir``."""
     parser.add_argument("--only", action="append", choices=parts, help="parts to run")
     parser.add_argument("--time-limit", type=float, default=1800.0, help="seconds (race)")
     parser.add_argument("--seed", type=int, default=1)
@@ -346,23 +436,50 @@ def add_common_arguments(parser: argparse.ArgumentParser, parts: Sequence[str]) 
         action="store_true",
         help="train a part's contenders at the same time (each run keeps about one core busy)",
     )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help=(
+            "keep the runs in this folder (created if missing) instead of a temporary one; "
+            "the same command with the same folder continues a run stopped before its budget "
+            "(Ctrl-C saves) and does not retrain a complete one (races start over)"
+        ),
+    )
 
 
 def run_parts(parts: dict[str, Part], args: argparse.Namespace, prefix: str) -> int:
-    """Run the parts ``args.only`` chose (all by default) in a temporary folder.
+    """Run the parts ``args.only`` chose (all by default) in ``args.workdir``, else in a
+    temporary folder, deleted at the end unless a run in it stopped before its budget
+    (:class:`RunStoppedError`, Ctrl-C): then it is kept and named, for ``--workdir`` to continue.
 
     Returns:
-        The exit status: 0 when every part met its goal, 1 otherwise, 2 when one could not run.
+        The exit status: 0 when every part met its goal, 2 when one could not run, 130 when a
+        second Ctrl-C killed a run, 1 otherwise (a part short of its goal, a failed run or one
+        stopped before its budget: these stop the benchmark, printing why).
     """
     chosen = [name for name in parts if not args.only or name in args.only]
-    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    keep = args.workdir is not None
+    workdir = Path(args.workdir) if keep else Path(tempfile.mkdtemp(prefix=prefix))
+    workdir.mkdir(parents=True, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.1f}; parts: {', '.join(chosen)}", flush=True)
     outcomes: list[bool | None] = []
     try:
         for name in chosen:
             outcomes.append(parts[name](args, workdir))
+    except (RunStoppedError, KeyboardInterrupt) as stop:
+        keep = True
+        print(
+            f"\n{stop or 'Stopped by Ctrl-C'}.\nThe runs and their checkpoints are in {workdir}: "
+            f"the same command with --workdir {workdir} continues them.",
+            flush=True,
+        )
+        return 130 if isinstance(stop, KeyboardInterrupt) else 1
+    except RuntimeError as error:  # a failed run (its output printed) or a workdir mismatch
+        print(f"\nerror: {error}", flush=True)
+        return 1
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
     if any(outcome is None for outcome in outcomes):
         return 2
     return 0 if all(outcomes) else 1

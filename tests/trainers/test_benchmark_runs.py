@@ -1,0 +1,92 @@
+"""The training benchmarks' run helper, :func:`benchmarks.trainer_runs.train`: Ctrl-C saves and
+stops a run, the same workdir continues it with ``--resume`` and does not train a complete one
+again, other settings are refused, and a resumed run's TensorBoard scalars are read once each.
+
+Real ``unity-train`` processes on Gymnasium's CartPole; Ctrl-C is a real SIGINT in the test's
+main thread (``_thread.interrupt_main``).
+"""
+
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trainer_test_support import ppo_behavior
+
+from benchmarks.trainer_runs import RunStoppedError, budget_shortfall, scalar_series, train
+
+pytestmark = pytest.mark.timeout(180)
+
+FLAGS = ("--gym-id", "CartPole-v1")
+BUDGET = 8000
+
+
+def _config(max_steps: int) -> dict[str, Any]:
+    behavior = ppo_behavior(max_steps=max_steps, summary_freq=200, checkpoint_interval=4000)
+    return {"behaviors": {"CartPole": behavior}}
+
+
+def _press_ctrl_c_after_first_summary(log: Path, pressed: threading.Event) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if log.is_file() and "Step: 200." in log.read_text(encoding="utf-8"):
+            pressed.set()
+            _thread.interrupt_main()
+            return
+        time.sleep(0.05)
+
+
+def _summary_steps(output: str) -> list[int]:
+    return [
+        int(line.split("Step: ")[1].split(".")[0])
+        for line in output.splitlines()
+        if "CartPole. Step: " in line
+    ]
+
+
+def test_a_stopped_run_continues_in_its_workdir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(BUDGET)
+    log = tmp_path / "cartpole.log"
+    pressed = threading.Event()
+    presser = threading.Thread(
+        target=_press_ctrl_c_after_first_summary, args=(log, pressed), daemon=True
+    )
+    presser.start()
+    with pytest.raises(RunStoppedError, match=rf"CartPole at \d+ of {BUDGET} steps"):
+        train(config, "cartpole", tmp_path, FLAGS, 1)
+    presser.join()
+    assert pressed.is_set()
+    first = capsys.readouterr().out
+    assert "save and stop" in first
+    stopped_at = max(_summary_steps(log.read_text(encoding="utf-8")))
+    assert stopped_at < BUDGET
+    run_dir = tmp_path / "results" / "cartpole"
+    assert list((run_dir / "CartPole").glob("CartPole-*.pt")), "Ctrl-C saved no checkpoint"
+
+    output = train(config, "cartpole", tmp_path, FLAGS, 1)
+    second = capsys.readouterr().out
+    assert "--resume" in second
+    assert budget_shortfall(output, config) == []
+    steps = _summary_steps(output)
+    assert steps == sorted(set(steps)), f"the resumed run started over: {steps}"
+    assert steps[-1] >= BUDGET - 200 and steps[0] == 200
+
+    events = list((run_dir / "CartPole").glob("events.out.tfevents.*"))
+    assert len(events) == 2
+    rewards = [point.step for point in scalar_series(run_dir, "Environment/Cumulative Reward")]
+    assert rewards == sorted(set(rewards)) and len(rewards) == len(steps)
+
+    assert train(config, "cartpole", tmp_path, FLAGS, 1) == output
+    assert "complete in" in capsys.readouterr().out
+    assert log.read_text(encoding="utf-8") == output
+
+    with pytest.raises(RuntimeError, match="other settings"):
+        train(_config(2 * BUDGET), "cartpole", tmp_path, FLAGS, 1)
+    with pytest.raises(RuntimeError, match="other settings"):
+        train(config, "cartpole", tmp_path, FLAGS, 2)
