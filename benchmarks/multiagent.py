@@ -12,7 +12,9 @@ contenders at the same time, each on its own game), on the same headless player 
   then the point-win rate of the exported ``Tennis.onnx`` against a uniformly random policy over
   ``--eval-episodes`` points (:mod:`benchmarks.policy_eval`; goal >= 90%).
 * ``soccer``: ML-Agents' ``config/poca/SoccerTwos.yaml`` (POCA + self-play; built below as
-  :data:`SOCCER_TWOS_POCA`) on ``--scene SoccerTwos`` for ``--soccer-steps`` steps. Printed: the
+  :data:`SOCCER_TWOS_POCA`) on ``--scene SoccerTwos`` for ``--soccer-steps`` steps, with
+  ``--soccer-envs`` game processes of one field each (Unity's scene has 8 fields; in one
+  PettingZoo env a field whose game ended would wait for the others). Printed: the
   ELO at every summary, then the win rate of the exported ``SoccerTwos.onnx`` team against a
   random team over ``--eval-episodes`` games (a game ends at a goal or after the scene's 5000
   steps, a draw; goal >= 80% of all games won).
@@ -46,7 +48,8 @@ trained over several sittings (:func:`benchmarks.trainer_runs.train`).
 Usage::
 
     python -m benchmarks.multiagent [--only tennis|soccer|collab|speed ...]
-        [--tennis-steps 500000] [--soccer-steps 1000000] [--collab-steps 500000]
+        [--tennis-steps 500000] [--soccer-steps 1000000] [--soccer-envs 4]
+        [--collab-steps 500000]
         [--eval-episodes 100] [--random-baseline] [--inference deterministic|sampled]
         [--target 0.0]
         [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent] [--workdir DIR]
@@ -152,11 +155,12 @@ def _self_play(
     steps: int,
     what: str,
     goal: float,
+    flags: Sequence[str] = (),
 ) -> bool:
     """Train ``config`` on ``scene`` for ``steps``, print its ELO and its record against a
     random team; True when the win rate reaches ``goal``."""
     name = scene.lower()
-    train(with_max_steps(config, steps), name, workdir, ["--scene", scene], args.seed)
+    train(with_max_steps(config, steps), name, workdir, ["--scene", scene, *flags], args.seed)
     run_dir = workdir / "results" / name
     print(f"\n{scene}, {steps} steps, seed {args.seed}")
     _print_elo(run_dir)
@@ -174,8 +178,9 @@ def tennis(args: argparse.Namespace, workdir: Path) -> bool:
 
 def soccer(args: argparse.Namespace, workdir: Path) -> bool:
     """Part ``soccer``; True when the trained team wins at least 80% of games."""
+    flags = ["--num-envs", str(args.soccer_envs)]
     return _self_play(
-        args, workdir, SOCCER_TWOS_POCA, "SoccerTwos", args.soccer_steps, "games", 0.8
+        args, workdir, SOCCER_TWOS_POCA, "SoccerTwos", args.soccer_steps, "games", 0.8, flags
     )
 
 
@@ -222,6 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_common_arguments(parser, PARTS)
     parser.add_argument("--tennis-steps", type=int, default=500_000)
     parser.add_argument("--soccer-steps", type=int, default=1_000_000)
+    parser.add_argument(
+        "--soccer-envs", type=int, default=4, help="SoccerTwos game processes (one field each)"
+    )
     parser.add_argument("--collab-steps", type=int, default=500_000)
     parser.add_argument("--eval-episodes", type=int, default=100, help="games vs random")
     parser.add_argument("--random-baseline", action="store_true", help="also play random vs random")
