@@ -115,7 +115,9 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
     """
     path, log = workdir / f"{name}.yaml", workdir / f"{name}.log"
     settings = workdir / f"{name}.settings.json"
-    wanted = json.dumps({"config": config, "flags": list(flags), "seed": seed}, sort_keys=True)
+    wanted = json.dumps(
+        {"config": config, "flags": list(flags), "seed": seed}, sort_keys=True, default=str
+    )
     run_dir = workdir / "results" / name
     resume = run_dir.is_dir() and any(run_dir.iterdir())
     if resume:
