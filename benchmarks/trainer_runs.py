@@ -138,8 +138,8 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
         *(["--resume"] if resume else []),
     ]  # fmt: skip
     print(f"\n== {name}\n$ unity-train {' '.join(command[3:])}", flush=True)
-    with log.open("a", encoding="utf-8") as sink:
-        start = sink.tell()
+    with log.open("ab") as sink:
+        start = sink.tell()  # a byte offset: this invocation's output follows it
         # A session of its own: a terminal's Ctrl-C reaches it once, through _wait_saving.
         process = subprocess.Popen(
             command, cwd=REPO_ROOT, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
@@ -151,10 +151,11 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
         finally:
             with _RUNNING_LOCK:
                 _RUNNING.discard(process)
-    output = log.read_text(encoding="utf-8")
+    logged = log.read_bytes()
+    output = logged.decode("utf-8", errors="replace")
     shown = [
         f"  {line}"
-        for line in output[start:].splitlines()
+        for line in logged[start:].decode("utf-8", errors="replace").splitlines()
         if "Mean Reward" in line or "lesson" in line.lower() or "Error" in line
     ]
     print("\n".join([f"-- {name} finished", *shown]), flush=True)  # one block per run
