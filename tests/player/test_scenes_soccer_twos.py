@@ -11,7 +11,11 @@ import numpy as np
 import pytest
 from scene_harness import Policy, idle_policy, play, player_alive, random_policy, terminal_reports
 
-from unity_gym.player.scenes.soccer_twos import MAX_ENVIRONMENT_STEPS, SoccerTwosScene
+from unity_gym.player.scenes.soccer_twos import (
+    MAX_ENVIRONMENT_STEPS,
+    SHOT_START,
+    SoccerTwosScene,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -71,9 +75,10 @@ def test_a_goal_pays_the_groups_and_ends_every_episode(kickoff: str, scorer: int
         assert report.group_id == 2 * field + 1 + team
         expected = 1.0 - step / MAX_ENVIRONMENT_STEPS if report.behavior == winner else -1.0
         assert report.group_reward == pytest.approx(expected, abs=1e-6)
-    assert 20 <= step <= 80
+    assert 5 <= step <= 20  # 5.1 to the goal floor at 30 units/s, less drag
     assert played.scene.goals.tolist() == ([8, 0] if scorer == 0 else [0, 8])
-    assert (np.abs(played.scene.ball_position) < 1.0).all(), "the fields kicked off again"
+    shot = np.abs(played.scene.ball_position) == SHOT_START
+    assert shot.all(), "the fields kicked off again"
 
 
 def test_no_goal_in_time_interrupts_both_groups() -> None:
@@ -99,13 +104,13 @@ def test_ray_tags_are_relative_to_the_team() -> None:
     scene = played.scene
     # Field 0: blue player 0 alone on the centre line facing the purple goal; the other players
     # and the ball out of the way in the corners.
-    scene.position[0] = [[0.0, 0.0], [-14.0, 7.0], [14.0, 7.0], [14.0, -7.0]]
+    scene.position[0] = [[0.0, 0.0], [-12.0, 7.0], [12.0, 7.0], [12.0, -7.0]]
     scene.heading[0] = [0.0, 0.0, 0.0, 0.0]
-    scene.ball_position[0] = [-14.0, -7.0]
+    scene.ball_position[0] = [-12.0, -6.8]
     # Field 1: the same for purple player 0, facing the blue goal.
-    scene.position[1] = [[-14.0, 7.0], [14.0, 7.0], [0.0, 0.0], [14.0, -7.0]]
+    scene.position[1] = [[-12.0, 7.0], [12.0, 7.0], [0.0, 0.0], [12.0, -7.0]]
     scene.heading[1] = [np.pi, np.pi, np.pi, np.pi]
-    scene.ball_position[1] = [-14.0, -7.0]
+    scene.ball_position[1] = [-12.0, -6.8]
     blue, purple = played.academy.batches
     forward_b, backward_b = (
         o.reshape(1, -1, 8) for o in scene.collect_observations(blue, np.array([0]))
@@ -114,9 +119,9 @@ def test_ray_tags_are_relative_to_the_team() -> None:
         o.reshape(1, -1, 8) for o in scene.collect_observations(purple, np.array([2]))
     )
     # Centre rays: tags ball, own goal, opposing goal, wall, teammate, opponent; then the no-hit
-    # flag and the distance (the goal mouth 16 away, minus the 0.5 cast radius, over 20).
-    opposing = [0, 0, 1, 0, 0, 0, 0, 15.5 / 20]
-    own = [0, 1, 0, 0, 0, 0, 0, 15.5 / 20]
+    # flag and the distance (the goal mouth 15.5 away, minus the 0.5 cast radius, over 20).
+    opposing = [0, 0, 1, 0, 0, 0, 0, 15.0 / 20]
+    own = [0, 1, 0, 0, 0, 0, 0, 15.0 / 20]
     for forward, backward in ((forward_b, backward_b), (forward_p, backward_p)):
         np.testing.assert_allclose(forward[0, 0], opposing, atol=1e-5)
         np.testing.assert_allclose(backward[0, 0], own, atol=1e-5)
@@ -240,9 +245,12 @@ def _check_peer_run(result: Any) -> None:
         [blue_ids, np.repeat(2 * fields + 1, 2).tolist()],
         [purple_ids, np.repeat(2 * fields + 2, 2).tolist()],
     ]
-    # The shot scores on every field at once: all 32 agents end with their group's reward.
-    terminals = goal["terminals"]
-    assert len(terminals) == 32 and len({t[0] for t in terminals}) == 1
+    # The shot scores on every field at once: all 32 agents end with their group's reward (and
+    # again after each kickoff, a shot every time).
+    everything = goal["terminals"]
+    first = min(t[0] for t in everything)
+    terminals = [t for t in everything if t[0] == first]
+    assert len(terminals) == 32 and len(everything) % 32 == 0
     blue_rewards = {round(t[5], 6) for t in terminals if t[1] == 0}
     assert len(blue_rewards) == 1 and 0.98 < blue_rewards.pop() < 1.0, "1 - t/5000"
     assert {t[5] for t in terminals if t[1] == 1} == {-1.0}
@@ -273,8 +281,8 @@ def test_agent_and_ball_at_top_speed_stay_inside_the_walls() -> None:
     played.step()
     scene = played.scene
     # Blue 0 runs at the side wall (+y) from the centre; the rest out of the way; the ball flies
-    # at the end wall outside the goal mouth.
-    scene.position[0] = [[0.0, 0.0], [-14.0, -7.0], [14.0, 7.0], [14.0, -7.0]]
+    # at the corner wall beside the purple goal.
+    scene.position[0] = [[0.0, 0.0], [-12.0, -6.0], [5.0, -6.0], [12.0, -6.0]]
     scene.heading[0] = [np.pi / 2, np.pi, 0.0, 0.0]
     scene.velocity[0] = 0.0
     scene.ball_position[0] = [10.0, 6.0]
@@ -285,9 +293,65 @@ def test_agent_and_ball_at_top_speed_stay_inside_the_walls() -> None:
         played.step()
         speeds.append(np.linalg.norm(scene.velocity[0, 0]))
         ball_x.append(scene.ball_position[0, 0])
-        assert np.all(np.abs(scene.position[0, :, 0]) <= 16.0 - 0.5 + 1e-9)
-        assert np.all(np.abs(scene.position[0, :, 1]) <= 8.0 - 0.5 + 1e-9)
-        assert abs(scene.ball_position[0, 1]) <= 8.0 - BALL_RADIUS + 1e-9
-        assert abs(scene.ball_position[0, 0]) <= 16.0 - BALL_RADIUS + 1e-9
+        assert all(_inside(point, 0.5) for point in scene.position[0])
+        assert _inside(scene.ball_position[0], BALL_RADIUS)
+    assert scene.goals.tolist() == [0, 0], "the corner wall turned the ball away from the goal"
     assert max(speeds) > 15.0, "the agent got up to speed between the side walls"
-    assert max(ball_x) > 14.0 and min(ball_x) < 0.0, "the ball reached the end wall, bounced back"
+    assert max(ball_x) > 12.0 and min(ball_x) < 0.0, "the ball reached the corner, bounced back"
+
+
+def _inside(point: np.ndarray, radius: float) -> bool:
+    """A disc at ``point`` lies on Unity's pitch: x within the goal lines (+-15.5), y within the
+    side walls (+-7.508), and inside the corner walls, whose faces satisfy
+    ``0.866 |x| + 0.5 |y| = 15.498`` (60 degrees, from the posts at (15.5, 4.15) to the side
+    walls at x = 13.56)."""
+    x, y = abs(float(point[0])), abs(float(point[1]))
+    eps = 1e-6
+    corner = np.cos(np.radians(30.0)) * x + 0.5 * y
+    return (
+        x <= 15.5 - radius + eps and y <= 7.508 - radius + eps and corner <= 15.498 - radius + 0.01
+    )
+
+
+@pytest.mark.parametrize(("side", "scorer"), [(1.0, 0), (-1.0, 1)])
+@pytest.mark.parametrize("offset", [3.9, -3.9])
+def test_goal_mouths_are_unitys_8_3_wide(side: float, scorer: int, offset: float) -> None:
+    """A ball rolled at the goal line 3.9 off the centre (outside our old 6-wide mouth) scores
+    for the attacking team (blue attacks +x) as soon as it touches the goal floor."""
+    from unity_gym.player.scenes.soccer_twos import BALL_RADIUS
+
+    played = play(SoccerTwosScene, seed=3, policy=idle_policy, num_agents=4)
+    played.step()
+    scene = played.scene
+    scene.position[0] = [[-5.0, 6.0], [-5.0, -6.0], [5.0, 6.0], [5.0, -6.0]]
+    scene.ball_position[0] = [side * 12.0, offset]
+    scene.ball_velocity[0] = [side * 20.0, 0.0]
+    for _ in range(20):
+        played.step()
+        if scene.goals.any():
+            break
+        assert abs(scene.ball_position[0, 0]) < 15.5 - 0.37 + 1e-9
+    expected = [0, 0]
+    expected[scorer] = 1
+    assert scene.goals.tolist() == expected
+    assert pytest.approx(0.6242, abs=1e-4) == BALL_RADIUS
+
+
+def test_a_touch_of_a_post_scores_and_the_kickoff_is_unitys() -> None:
+    """The posts are goal-tagged colliders in Unity: a ball touching one scores even outside the
+    mouth. Kickoff: strikers at x = -+8.19 +- 5, y = +-1.2; the ball within 2.5 of the centre."""
+    played = play(SoccerTwosScene, seed=4, policy=idle_policy, num_agents=16)
+    played.step()
+    scene = played.scene
+    for _ in range(30):  # kickoffs of many fields at once
+        scene._kick_off(np.arange(4))
+        blue, purple = scene.position[:, :2], scene.position[:, 2:]
+        assert np.all((blue[..., 0] >= -13.19) & (blue[..., 0] <= -3.19))
+        assert np.all((purple[..., 0] >= 3.19) & (purple[..., 0] <= 13.19))
+        assert np.allclose(np.abs(scene.position[..., 1]), 1.2)
+        assert np.all(np.abs(scene.ball_position) <= 2.5)
+    scene.ball_position[0] = [15.5, 4.15 + 0.62]  # touching the purple goal's +y post
+    scene.ball_position[1] = [15.0, 5.2]  # near, not touching
+    scene.ball_position[2] = [-15.2, 0.0]  # on the blue goal's floor
+    scene.ball_position[3] = [0.0, 0.0]
+    assert scene._ball_in_goal().tolist() == [True, False, True, False]

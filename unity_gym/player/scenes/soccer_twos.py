@@ -20,7 +20,7 @@ both groups' episodes are interrupted (option ``max_environment_steps``, Unity's
 ``MaxEnvironmentSteps``, changes the 5000). Individual reward: ``0.2 * ball_touch`` for each
 touch of the ball (environment parameter ``ball_touch``, default 0, read at each episode begin).
 
-Physics: top-down 2-D on a 32 x 16 field with 6 wide goals at x = +-16 (blue defends -16),
+Physics: top-down 2-D on the field of ``Prefabs/SoccerFieldTwos.prefab`` (see Field below),
 stepped as Unity's Rigidbodies are, every 0.02 s (ml-agents
 ``Project/Assets/ML-Agents/Examples/Soccer``; the module constants name their sources). Agents are
 discs of radius 0.5 (the ``SphereCollider`` of ``BlueStriker`` / ``PurpleStriker`` in
@@ -32,7 +32,7 @@ turns 100 degrees/s (2 per step) and adds ``dir * agentRunSpeed`` to the velocit
 forward/backward push, as in Unity's switch. Then the Rigidbody's ``m_Drag`` 3 keeps
 1 - 3 * 0.02 = 0.94 of the speed and kinetic friction takes 0.6 * 9.81 * 0.02 = 0.118 units/s off
 (Unity's default material 0.6 on the agent; the scene's ``gravityMultiplier`` is 1; the pitch's
-own material is not resolved, see below), so holding forward levels off near 29 units/s.
+own material is referenced by GUID only), so holding forward levels off near 29 units/s.
 Agents meeting each other stop closing (bounciness 0, equal masses 50); walls stop them.
 
 The ball (``Soccer Ball``: ``m_Mass`` 3, ``m_Drag`` 1, ``m_AngularDrag`` 1, radius
@@ -45,15 +45,23 @@ touches the ball (``OnCollisionEnter``) after a step with forward pushed (``m_Ki
 ``AgentSoccer`` adds ``k_Power`` = 2000 along the agent-to-contact direction with ``AddForce`` in
 its default ``ForceMode.Force``, which over one step is 2000 * 0.02 / 3 = 13.3 units/s. Moves are
 split into sub-steps of at most 0.25 units (agents and ball together), so nothing passes through a
-wall, an agent or the ball. Not from the Unity files: the field and goal sizes (the walls are mesh
-colliders; the pitch collider is 31 x 15 and the goal nets are 8.3 wide, so Unity's goals may be
-wider than ours), and the ball's and pitch's physic materials (referenced by GUID only; ``Bouncy``
-is assumed for the ball).
+wall, an agent or the ball. Not from the Unity files: the ball's physic material (referenced by
+GUID only; ``Bouncy`` is assumed) and the ball's contact with the ground it sinks into.
 
-Kickoff: agents near their starting spots (blue at x = -7, purple at +7, y = +-3, x jittered by
-+-3, facing the opposing goal within +-10 degrees), the ball at rest within 2.5 of the centre.
-Option ``kickoff`` = ``shot_blue`` or ``shot_purple`` instead starts the ball at the centre flying
-into a goal at 30 units/s (for tests).
+Field (the prefab's colliders, scale 0.01 under ``Field``): the goal lines at x = +-15.5 (the
+ground box ends there; blue defends -15.5), the side walls' inner faces at y = +-7.508, and four
+corner walls at 60 degrees from the goal posts (+-15.5, +-4.15) to the side walls at
+x = +-13.56, so the ends slope into 8.3 wide goal mouths. As in Unity (``SoccerBallController``
+scores on ``OnCollisionEnter`` with a goal-tagged collider), the ball scores when it touches a
+goal: a post, or the goal floor, which its centre reaches within 0.37 of the goal line (its
+height is frozen at 0.5 with radius 0.624, so it sinks into the ground). Players stop at the goal
+lines (in Unity they may enter the 1.9 deep nets).
+
+Kickoff (``AgentSoccer.Initialize`` and ``SoccerEnvController.ResetScene``): each striker 5
+behind its prefab spot (blue at x = -8.19, purple at +8.19, y = +-1.2), x jittered by +-5, facing
+the opposing goal within +-10 degrees; the ball at rest within 2.5 of the centre on each axis.
+Option ``kickoff`` = ``shot_blue`` or ``shot_purple`` instead starts the ball 10 from the centre
+(3.5 to the side, clear of the strikers) flying into a goal at 30 units/s (for tests).
 """
 
 from __future__ import annotations
@@ -72,9 +80,18 @@ from .registry import register_scene
 __all__ = ["SoccerTwosScene"]
 
 MAX_ENVIRONMENT_STEPS = 5000
-HALF_LENGTH = 16.0
-HALF_WIDTH = 8.0
-GOAL_HALF_WIDTH = 3.0
+#: The goal lines: the ``Field`` ground box (3100 x 1500 at scale 0.01) ends at x = +-15.5,
+#: where the goal floors (``GoalBlue`` / ``GoalPurple``) begin.
+HALF_LENGTH = 15.5
+#: The inner faces of the side walls (``WallColliders`` ``Side`` boxes, 0.4607 thick, centred
+#: 7.738 from the middle).
+HALF_WIDTH = 7.508
+#: The inner faces of the goal nets' side panels (``GoalNetBlue`` / ``GoalNetPurple``, boxes
+#: 10 wide at z = +-420, scale 0.01): the mouth is 8.3 wide.
+GOAL_HALF_WIDTH = 4.15
+#: Where the four corner walls (``Wall Angle`` boxes at +-60 degrees) meet the side walls; they
+#: run from the goal posts ``(+-HALF_LENGTH, +-GOAL_HALF_WIDTH)`` to ``(+-CORNER_X, +-HALF_WIDTH)``.
+CORNER_X = 13.56
 FIXED_DELTA_TIME = 0.02  # the scene's fixedDeltaTime override (SoccerTwos.unity)
 #: The strikers' ``SphereCollider`` ``m_Radius`` (SoccerFieldTwos.prefab).
 AGENT_RADIUS = 0.5
@@ -119,6 +136,8 @@ CONTACT_OFFSET = 0.01
 #: The longest move of one collision sub-step (units).
 MAX_SUBSTEP = 0.25
 SHOT_SPEED = 30.0
+#: Where a shot kickoff starts the ball (x towards the goal it flies at, y).
+SHOT_START = np.array([10.0, 3.5])
 #: The heuristic's speed limit (units/s), assumed braking (units/s^2), the largest angle
 #: (degrees) between its facing and the velocity error at which it pushes, and the velocity
 #: error it accepts without pushing.
@@ -144,12 +163,12 @@ BACKWARD_RAYS = RayPerceptionSpec(
 
 _WALLS = np.array(
     [
-        [-HALF_LENGTH, -HALF_WIDTH, HALF_LENGTH, -HALF_WIDTH],
-        [-HALF_LENGTH, HALF_WIDTH, HALF_LENGTH, HALF_WIDTH],
-        [-HALF_LENGTH, -HALF_WIDTH, -HALF_LENGTH, -GOAL_HALF_WIDTH],
-        [-HALF_LENGTH, GOAL_HALF_WIDTH, -HALF_LENGTH, HALF_WIDTH],
-        [HALF_LENGTH, -HALF_WIDTH, HALF_LENGTH, -GOAL_HALF_WIDTH],
-        [HALF_LENGTH, GOAL_HALF_WIDTH, HALF_LENGTH, HALF_WIDTH],
+        [-CORNER_X, -HALF_WIDTH, CORNER_X, -HALF_WIDTH],
+        [-CORNER_X, HALF_WIDTH, CORNER_X, HALF_WIDTH],
+        [-HALF_LENGTH, -GOAL_HALF_WIDTH, -CORNER_X, -HALF_WIDTH],
+        [-HALF_LENGTH, GOAL_HALF_WIDTH, -CORNER_X, HALF_WIDTH],
+        [HALF_LENGTH, -GOAL_HALF_WIDTH, CORNER_X, -HALF_WIDTH],
+        [HALF_LENGTH, GOAL_HALF_WIDTH, CORNER_X, HALF_WIDTH],
     ]
 )
 #: Goal mouths: the goal each team defends (blue at -x, purple at +x).
@@ -159,12 +178,55 @@ _GOAL_MOUTHS = np.array(
         [HALF_LENGTH, -GOAL_HALF_WIDTH, HALF_LENGTH, GOAL_HALF_WIDTH],
     ]
 )
+#: What stops the players: the walls, and the goal mouths (players stay on the pitch).
+_PLAYER_WALLS = np.concatenate([_WALLS, _GOAL_MOUTHS])
+#: The goal posts (the front ends of the nets' side panels), each touch of which scores.
+_POSTS = np.array(
+    [
+        [-HALF_LENGTH, -GOAL_HALF_WIDTH],
+        [-HALF_LENGTH, GOAL_HALF_WIDTH],
+        [HALF_LENGTH, -GOAL_HALF_WIDTH],
+        [HALF_LENGTH, GOAL_HALF_WIDTH],
+    ]
+)
+#: The ball's height is frozen at 0.5 (``m_Constraints`` 4) with radius 0.624, so it sinks into
+#: the ground and touches a goal floor (a goal) once its centre is this close to the goal line.
+FLOOR_CONTACT = float(np.sqrt(BALL_RADIUS**2 - 0.5**2))
 #: Starting spots of the four players of a field: blue 0, blue 1, purple 0, purple 1.
-_START = np.array([[-7.0, 3.0], [-7.0, -3.0], [7.0, 3.0], [7.0, -3.0]])
+#: ``AgentSoccer.Initialize`` moves each striker's prefab spot (x = -+3.19, z = +-1.2) 5 further
+#: back; ``SoccerEnvController.ResetScene`` adds a uniform +-5 to x.
+_START = np.array([[-8.19, 1.2], [-8.19, -1.2], [8.19, 1.2], [8.19, -1.2]])
+START_JITTER = 5.0
 _START_HEADING = np.array([0.0, 0.0, np.pi, np.pi])
 _KICKOFFS = ("random", "shot_blue", "shot_purple")
 _TURN = np.radians(TURN_DEGREES_PER_STEP) * np.array([0.0, 1.0, -1.0])
 _AXIS = np.array([0.0, 1.0, -1.0])
+
+
+def _push_out_of(
+    segments: np.ndarray,
+    position: np.ndarray,
+    velocity: np.ndarray,
+    radius: float,
+    bounciness: float,
+) -> None:
+    """Discs ``(N, 2)`` of ``radius`` overlapping wall ``segments`` ``(m, 4)`` are moved out
+    along the contact normal, in place; the velocity into the wall is removed, or reflected
+    with ``bounciness`` above Unity's bounce threshold."""
+    for x0, y0, x1, y1 in segments:
+        start = np.array([x0, y0])
+        along = np.array([x1 - x0, y1 - y0])
+        t = np.clip((position - start) @ along / float(along @ along), 0.0, 1.0)
+        gap = position - (start + t[:, None] * along)
+        distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
+        hit = np.flatnonzero(distance < radius)
+        if not hit.size:
+            continue
+        normal = gap[hit] / np.maximum(distance[hit], 1e-9)[:, None]
+        position[hit] += normal * (radius - distance[hit])[:, None]
+        into = np.maximum(-np.einsum("ij,ij->i", velocity[hit], normal), 0.0)
+        bounce = np.where(into > BOUNCE_THRESHOLD, bounciness, 0.0)
+        velocity[hit] += normal * (into * (1.0 + bounce))[:, None]
 
 
 @register_scene
@@ -256,7 +318,7 @@ class SoccerTwosScene(Scene):
         rng = self.ctx.rng
         k = fields.size
         start = np.broadcast_to(_START, (k, 4, 2)).copy()
-        start[:, :, 0] += rng.uniform(-3.0, 3.0, size=(k, 4))
+        start[:, :, 0] += rng.uniform(-START_JITTER, START_JITTER, size=(k, 4))
         self.position[fields] = start
         self.heading[fields] = _START_HEADING + np.radians(rng.uniform(-10.0, 10.0, size=(k, 4)))
         self.velocity[fields] = 0.0
@@ -266,7 +328,7 @@ class SoccerTwosScene(Scene):
             self.ball_velocity[fields] = 0.0
         else:
             direction = 1.0 if self.kickoff == "shot_blue" else -1.0
-            self.ball_position[fields] = 0.0
+            self.ball_position[fields] = SHOT_START * [direction, 1.0]
             self.ball_velocity[fields] = [direction * SHOT_SPEED, 0.0]
         self.timer[fields] = 0
 
@@ -385,8 +447,8 @@ class SoccerTwosScene(Scene):
             self._wall_players()
             new_touch |= self._collide_ball(live)
             self._wall_ball(live)
-            crossed = live & (np.abs(self.ball_position[:, 0]) > HALF_LENGTH)
-            scorer[crossed] = np.where(self.ball_position[crossed, 0] > 0.0, BLUE, PURPLE)
+            scored = live & self._ball_in_goal()
+            scorer[scored] = np.where(self.ball_position[scored, 0] > 0.0, BLUE, PURPLE)
         if new_touch.any():
             self._reward_touches(new_touch)
         return scorer
@@ -410,11 +472,10 @@ class SoccerTwosScene(Scene):
             self.velocity[hit, b] -= closing / 2.0
 
     def _wall_players(self) -> None:
-        """The field's walls stop the players (the velocity into a wall is removed)."""
-        limit = np.array([HALF_LENGTH - AGENT_RADIUS, HALF_WIDTH - AGENT_RADIUS])
-        clipped = np.clip(self.position, -limit, limit)
-        self.velocity = np.where(clipped != self.position, 0.0, self.velocity)
-        self.position = clipped
+        """The walls and the goal lines stop the players (the velocity into a wall is removed)."""
+        flat_position = self.position.reshape(-1, 2)
+        flat_velocity = self.velocity.reshape(-1, 2)
+        _push_out_of(_PLAYER_WALLS, flat_position, flat_velocity, AGENT_RADIUS, 0.0)
 
     def _collide_ball(self, live: np.ndarray) -> np.ndarray:
         """Ball-player contacts: the contact impulse by masses, a kick on a new touch.
@@ -454,19 +515,23 @@ class SoccerTwosScene(Scene):
         return new_touch
 
     def _wall_ball(self, live: np.ndarray) -> None:
-        """Side walls, then the end walls outside the goal mouths, bounce the ball."""
+        """The side and corner walls bounce the ball (the goal mouths let it through)."""
+        fields = np.flatnonzero(live)
+        position, velocity = self.ball_position[fields], self.ball_velocity[fields]
+        _push_out_of(_WALLS, position, velocity, BALL_RADIUS, BALL_BOUNCINESS)
+        self.ball_position[fields], self.ball_velocity[fields] = position, velocity
+
+    def _ball_in_goal(self) -> np.ndarray:
+        """Per field: the ball touches a goal (Unity's ``OnCollisionEnter`` with a goal-tagged
+        collider): a goal floor, once its centre is within :data:`FLOOR_CONTACT` of the goal
+        line inside the mouth, or a goal post."""
         ball = self.ball_position
-        velocity = self.ball_velocity
-        for axis, limit in ((1, HALF_WIDTH - BALL_RADIUS), (0, HALF_LENGTH - BALL_RADIUS)):
-            beyond = live & (np.abs(ball[:, axis]) > limit)
-            if axis == 0:
-                beyond &= np.abs(ball[:, 1]) > GOAL_HALF_WIDTH - BALL_RADIUS
-            if beyond.any():
-                side = np.sign(ball[beyond, axis])
-                ball[beyond, axis] = side * limit
-                into = np.maximum(velocity[beyond, axis] * side, 0.0)
-                bounce = np.where(into > BOUNCE_THRESHOLD, BALL_BOUNCINESS, 0.0)
-                velocity[beyond, axis] -= side * into * (1.0 + bounce)
+        floor = (np.abs(ball[:, 0]) > HALF_LENGTH - FLOOR_CONTACT) & (
+            np.abs(ball[:, 1]) < GOAL_HALF_WIDTH
+        )
+        gap = ball[:, None, :] - _POSTS
+        post = (np.einsum("fpi,fpi->fp", gap, gap) < (BALL_RADIUS + CONTACT_OFFSET) ** 2).any(1)
+        return floor | post
 
     def _reward_touches(self, new_touch: np.ndarray) -> None:
         rewarded = new_touch & (self.ball_touch != 0.0)
