@@ -55,7 +55,8 @@ x = +-13.56, so the ends slope into 8.3 wide goal mouths. As in Unity (``SoccerB
 scores on ``OnCollisionEnter`` with a goal-tagged collider), the ball scores when it touches a
 goal: a post, or the goal floor, which its centre reaches within 0.37 of the goal line (its
 height is frozen at 0.5 with radius 0.624, so it sinks into the ground). Players stop at the goal
-lines (in Unity they may enter the 1.9 deep nets).
+lines (in Unity they may enter the 1.9 deep nets), and rays see a goal as its mouth on the goal
+line (Unity's rays hit the net up to 1.9 behind it).
 
 Kickoff (``AgentSoccer.Initialize`` and ``SoccerEnvController.ResetScene``): each striker 5
 behind its prefab spot (blue at x = -8.19, purple at +8.19, y = +-1.2), x jittered by +-5, facing
