@@ -204,30 +204,50 @@ _TURN = np.radians(TURN_DEGREES_PER_STEP) * np.array([0.0, 1.0, -1.0])
 _AXIS = np.array([0.0, 1.0, -1.0])
 
 
-def _push_out_of(
-    segments: np.ndarray,
-    position: np.ndarray,
-    velocity: np.ndarray,
-    radius: float,
-    bounciness: float,
-) -> None:
-    """Discs ``(N, 2)`` of ``radius`` overlapping wall ``segments`` ``(m, 4)`` are moved out
-    along the contact normal, in place; the velocity into the wall is removed, or reflected
-    with ``bounciness`` above Unity's bounce threshold."""
-    for x0, y0, x1, y1 in segments:
-        start = np.array([x0, y0])
-        along = np.array([x1 - x0, y1 - y0])
-        t = np.clip((position - start) @ along / float(along @ along), 0.0, 1.0)
-        gap = position - (start + t[:, None] * along)
-        distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
-        hit = np.flatnonzero(distance < radius)
-        if not hit.size:
-            continue
-        normal = gap[hit] / np.maximum(distance[hit], 1e-9)[:, None]
-        position[hit] += normal * (radius - distance[hit])[:, None]
-        into = np.maximum(-np.einsum("ij,ij->i", velocity[hit], normal), 0.0)
-        bounce = np.where(into > BOUNCE_THRESHOLD, bounciness, 0.0)
-        velocity[hit] += normal * (into * (1.0 + bounce))[:, None]
+class _Walls:
+    """Straight walls ``(m, 4)`` (``x0, y0, x1, y1`` each) that discs cannot overlap."""
+
+    def __init__(self, segments: np.ndarray) -> None:
+        self.start = segments[:, :2].copy()
+        self.along = segments[:, 2:] - segments[:, :2]
+        self.inverse_length2 = 1.0 / np.einsum("mi,mi->m", self.along, self.along)
+
+    def push_out(
+        self, position: np.ndarray, velocity: np.ndarray, radius: float, bounciness: float
+    ) -> None:
+        """Discs ``(N, 2)`` of ``radius`` overlapping a wall are moved out along the contact
+        normal, in place, wall by wall; the velocity into the wall is removed, or reflected with
+        ``bounciness`` above Unity's bounce threshold."""
+        touching = self._gaps(position)[1] < radius * radius
+        if not touching.any():  # the usual case: one vectorized test over every wall
+            return
+        for wall in np.flatnonzero(touching.any(axis=0)):
+            gap, distance2 = self._gaps(position, int(wall))
+            hit = np.flatnonzero(distance2 < radius * radius)
+            if not hit.size:  # an earlier wall pushed it clear
+                continue
+            distance = np.sqrt(distance2[hit])
+            normal = gap[hit] / np.maximum(distance, 1e-9)[:, None]
+            position[hit] += normal * (radius - distance)[:, None]
+            into = np.maximum(-np.einsum("ij,ij->i", velocity[hit], normal), 0.0)
+            bounce = np.where(into > BOUNCE_THRESHOLD, bounciness, 0.0)
+            velocity[hit] += normal * (into * (1.0 + bounce))[:, None]
+
+    def _gaps(
+        self, position: np.ndarray, wall: int | slice = slice(None)
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """From the nearest point of each wall (or of ``wall``) to each position: the vector
+        and its squared length, ``(N, m, 2)`` and ``(N, m)`` (``(N, 2)``, ``(N,)`` for one)."""
+        start, along = self.start[wall], self.along[wall]
+        relative = position[:, None, :] - start if start.ndim == 2 else position - start
+        t = np.clip((relative * along).sum(-1) * self.inverse_length2[wall], 0.0, 1.0)
+        gap = relative - t[..., None] * along
+        return gap, (gap * gap).sum(-1)
+
+
+#: What stops the ball (the walls) and the players (the walls and the goal lines).
+_BALL_BOUNDS = _Walls(_WALLS)
+_PLAYER_BOUNDS = _Walls(_PLAYER_WALLS)
 
 
 @register_scene
@@ -476,7 +496,7 @@ class SoccerTwosScene(Scene):
         """The walls and the goal lines stop the players (the velocity into a wall is removed)."""
         flat_position = self.position.reshape(-1, 2)
         flat_velocity = self.velocity.reshape(-1, 2)
-        _push_out_of(_PLAYER_WALLS, flat_position, flat_velocity, AGENT_RADIUS, 0.0)
+        _PLAYER_BOUNDS.push_out(flat_position, flat_velocity, AGENT_RADIUS, 0.0)
 
     def _collide_ball(self, live: np.ndarray) -> np.ndarray:
         """Ball-player contacts: the contact impulse by masses, a kick on a new touch.
@@ -517,9 +537,14 @@ class SoccerTwosScene(Scene):
 
     def _wall_ball(self, live: np.ndarray) -> None:
         """The side and corner walls bounce the ball (the goal mouths let it through)."""
+        if live.all():  # the usual case: push the arrays in place
+            _BALL_BOUNDS.push_out(
+                self.ball_position, self.ball_velocity, BALL_RADIUS, BALL_BOUNCINESS
+            )
+            return
         fields = np.flatnonzero(live)
         position, velocity = self.ball_position[fields], self.ball_velocity[fields]
-        _push_out_of(_WALLS, position, velocity, BALL_RADIUS, BALL_BOUNCINESS)
+        _BALL_BOUNDS.push_out(position, velocity, BALL_RADIUS, BALL_BOUNCINESS)
         self.ball_position[fields], self.ball_velocity[fields] = position, velocity
 
     def _ball_in_goal(self) -> np.ndarray:
