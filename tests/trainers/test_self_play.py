@@ -163,6 +163,19 @@ def test_elo_is_rated_against_the_opponents_snapshot(tmp_path: Path) -> None:
     ghost.close()
 
 
+def test_only_the_learning_team_s_episodes_reach_the_statistics(tmp_path: Path) -> None:
+    ghost = _ghost(tmp_path)
+    ghost.context.stats.keep_recent_rewards(10)
+    rng = np.random.default_rng(2)
+    ghost.decide(_step(rng))
+    step = _step(rng, rewards=[1.0, -1.0, 0.5, -0.5], done=[True, True, False, True])
+    step.episodes = [(3.0, 7), (-3.0, 7), (-2.0, 9)]  # rows 0, 1 and 3, as the env manager lists
+    ghost.observe(step)
+    # team 0 learns (rows 0 and 2): only row 0's episode is the learning team's
+    assert ghost.context.stats.recent_rewards() == [3.0]
+    ghost.close()
+
+
 def test_asymmetric_teams_take_turns_across_two_ghost_trainers(tmp_path: Path) -> None:
     controller = GhostController()  # one behavior name per team, one schedule for both
     striker = _ghost(tmp_path / "s", controller, teams=[0, 0])

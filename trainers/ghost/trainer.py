@@ -277,14 +277,23 @@ class GhostTrainer(Trainer):
 
     def observe(self, step: BehaviorStep) -> None:
         """Rate the learning team's finished episodes, count the other teams' steps as ghost
-        steps and hand the wrapped trainer the step with only the learning slots valid."""
+        steps and hand the wrapped trainer the step with only the learning slots valid and only
+        their finished episodes, so that ``Environment/Cumulative Reward`` and ``Episode
+        Length`` are the learning team's (ML-Agents' wrapped trainer, which records the
+        cumulative reward, receives the learning team's trajectories only)."""
         learning = self._learning_rows.pop(step.group, None)
         if learning is None:
             learning = self._teams_of(step) == self.learning_team
         for row in np.flatnonzero(step.done & step.valid & learning):
             self._rate(float(step.rewards[row]))
         self.ghost_step += int((step.valid & ~learning).sum())
-        self.trainer.observe(dataclasses.replace(step, valid=step.valid & learning))
+        episodes = step.episodes
+        if episodes:  # one per done row, in row order
+            ended = np.flatnonzero(step.done)
+            episodes = [e for e, row in zip(episodes, ended, strict=True) if learning[row]]
+        self.trainer.observe(
+            dataclasses.replace(step, valid=step.valid & learning, episodes=episodes)
+        )
         memories = self._opponent_memories.get(step.group)
         if memories is not None and len(memories) == len(step.done):
             memories[step.done] = 0.0
