@@ -73,6 +73,7 @@ __all__ = [
     "EnvManager",
     "PolicyDecision",
     "apply_env_params",
+    "join_steps",
 ]
 
 #: Group ids of game *i* are offset by ``i * GROUP_ID_SPAN`` (Unity's ids are 32-bit), so that
@@ -543,6 +544,31 @@ def _position_of(agents: np.ndarray, listed: np.ndarray) -> np.ndarray:
         return np.arange(len(agents))
     index = {int(agent): i for i, agent in enumerate(listed)}
     return np.asarray([index[int(agent)] for agent in agents], dtype=np.int64)
+
+
+def join_steps(steps: Sequence[BehaviorStep]) -> BehaviorStep:
+    """The observations and action masks of ``steps`` stacked into one step (for one forward
+    pass over several groups; the other fields are those of :meth:`BehaviorStep.first`).
+
+    A step without a mask among steps with one contributes all-allowed rows.
+    """
+    if len(steps) == 1:
+        return steps[0]
+    observations = [
+        np.concatenate([step.observations[i] for step in steps])
+        for i in range(len(steps[0].observations))
+    ]
+    masks = [step.action_mask for step in steps]
+    present = next((m for m in masks if m is not None), None)
+    mask = None
+    if present is not None:
+        mask = np.concatenate(
+            [
+                m if m is not None else np.ones((len(step.valid), present.shape[1]), bool)
+                for m, step in zip(masks, steps, strict=True)
+            ]
+        )
+    return BehaviorStep.first(observations, mask)
 
 
 def _track_episodes(

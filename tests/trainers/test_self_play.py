@@ -176,6 +176,42 @@ def test_only_the_learning_team_s_episodes_reach_the_statistics(tmp_path: Path) 
     ghost.close()
 
 
+@pytest.mark.parametrize("memory", [None, {"memory_size": 8, "sequence_length": 4}])
+def test_opponents_of_several_groups_act_as_when_decided_one_group_at_a_time(
+    tmp_path: Path, memory: dict[str, int] | None
+) -> None:
+    """One snapshot forward pass over the slots of several groups gives each group the
+    actions (and, with memory, the memories) it gets when decided alone."""
+    layout = ObservationLayout.from_space(spaces.Box(-1.0, 1.0, (3,), np.float32))
+    actions = ActionLayout.from_space(spaces.Box(-1.0, 1.0, (2,), np.float32))
+    behavior = ppo_behavior(
+        self_play=SELF_PLAY,
+        network_settings={"deterministic": True, "memory": memory, "normalize": False},
+    )
+
+    def ghost(name: str) -> GhostTrainer:
+        torch.manual_seed(3)  # the same initial weights for both
+        trainer = ppo_trainer("Duel", behavior, layout, actions, tmp_path / name, seed=3)
+        return GhostTrainer(trainer, TEAMS, GhostController())
+
+    together, alone = ghost("together"), ghost("alone")
+    rng = np.random.default_rng(4)
+    opponents = [1, 3]  # team 1's slots; team 0 learns
+    for _ in range(3):  # later rounds act on the memories the earlier ones left
+        steps = [_step(rng), _step(rng)]
+        steps[1].group = 1
+        joint = together.decide_many(steps)
+        for step, decision in zip(steps, joint, strict=True):
+            single = alone.decide_many([step])[0]
+            assert decision.continuous is not None and single.continuous is not None
+            np.testing.assert_allclose(
+                decision.continuous[opponents], single.continuous[opponents], atol=1e-6
+            )
+        assert not np.allclose(joint[0].continuous[opponents], joint[1].continuous[opponents])
+    together.close()
+    alone.close()
+
+
 def test_asymmetric_teams_take_turns_across_two_ghost_trainers(tmp_path: Path) -> None:
     controller = GhostController()  # one behavior name per team, one schedule for both
     striker = _ghost(tmp_path / "s", controller, teams=[0, 0])

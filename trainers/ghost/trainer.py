@@ -51,7 +51,7 @@ from torch import nn
 
 from trainers.common.networks import PolicyNetwork
 from trainers.common.trainer import CheckpointMismatchError, Trainer
-from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.env_manager import BehaviorStep, PolicyDecision, join_steps
 from trainers.ghost.controller import GhostController
 from trainers.ghost.elo import game_result
 from trainers.settings import SelfPlaySettings
@@ -224,56 +224,86 @@ class GhostTrainer(Trainer):
 
     def decide_many(self, steps: Sequence[BehaviorStep]) -> list[PolicyDecision]:
         """The wrapped trainer decides (and records) for every slot; the non-learning teams'
-        actions are then replaced by their snapshot policy's."""
+        actions are then replaced by their snapshot policy's, one forward pass per team over
+        the slots of all ``steps``."""
         decisions = self.trainer.decide_many(steps)
-        out = []
+        out, teams_of_steps = [], []
         for step, decision in zip(steps, decisions, strict=True):
             teams = self._teams_of(step)
-            learning = teams == self.learning_team
-            self._learning_rows[step.group] = learning
+            teams_of_steps.append(teams)
+            self._learning_rows[step.group] = teams == self.learning_team
             self._groups.add(step.group)
-            continuous = None if decision.continuous is None else decision.continuous.copy()
-            discrete = None if decision.discrete is None else decision.discrete.copy()
-            for team in self.teams:
-                if team == self.learning_team:
-                    continue
-                rows = np.flatnonzero(teams == team)
-                if rows.size:
-                    self._act_opponent(team, step, rows, continuous, discrete)
-            out.append(PolicyDecision(continuous, discrete))
+            out.append(
+                PolicyDecision(
+                    None if decision.continuous is None else decision.continuous.copy(),
+                    None if decision.discrete is None else decision.discrete.copy(),
+                )
+            )
+        for team in self.teams:
+            if team == self.learning_team:
+                continue
+            parts = [
+                (step, rows, decision)
+                for step, teams, decision in zip(steps, teams_of_steps, out, strict=True)
+                if (rows := np.flatnonzero(teams == team)).size
+            ]
+            if parts:
+                self._act_opponent(team, parts)
         return out
 
     def _act_opponent(
-        self,
-        team: int,
-        step: BehaviorStep,
-        rows: np.ndarray,
-        continuous: np.ndarray | None,
-        discrete: np.ndarray | None,
+        self, team: int, parts: list[tuple[BehaviorStep, np.ndarray, PolicyDecision]]
     ) -> None:
-        """Fill ``rows`` of the actions with the actions of ``team``'s snapshot policy."""
+        """Fill the ``rows`` of each ``(step, rows, decision)`` of ``parts`` with the actions of
+        ``team``'s snapshot policy (one forward pass over all of them)."""
         policy = self._opponents[team]
         trainer = self.trainer
-        with torch.no_grad():
-            observations = trainer.tensors([entry[rows] for entry in step.observations])
-            mask = trainer.mask_tensor(None if step.action_mask is None else step.action_mask[rows])
-            if policy.memory_size:
-                memories = self._opponent_memories.get(step.group)
-                if memories is None or len(memories) != len(step.valid):
-                    memories = np.zeros((len(step.valid), policy.memory_size), dtype=np.float32)
-                    self._opponent_memories[step.group] = memories
-                dist, after = policy.act(
-                    observations, mask, torch.as_tensor(memories[rows], device=trainer.device)
+        picked = join_steps(
+            [
+                BehaviorStep.first(
+                    [entry[rows] for entry in step.observations],
+                    None if step.action_mask is None else step.action_mask[rows],
                 )
-                memories[rows] = after.cpu().numpy()
+                for step, rows, _ in parts
+            ]
+        )
+        sizes = [len(rows) for _, rows, _ in parts]
+        with torch.no_grad():
+            observations = trainer.tensors(picked.observations)
+            mask = trainer.mask_tensor(picked.action_mask)
+            if policy.memory_size:
+                memories = [self._memories_of(step, policy.memory_size) for step, _, _ in parts]
+                before = np.concatenate(
+                    [held[rows] for held, (_, rows, _) in zip(memories, parts, strict=True)]
+                )
+                dist, after = policy.act(
+                    observations, mask, torch.as_tensor(before, device=trainer.device)
+                )
+                for held, (_, rows, _), new in zip(
+                    memories, parts, _split(after.cpu().numpy(), sizes), strict=True
+                ):
+                    held[rows] = new
             else:
                 dist = policy(observations, mask)
             deterministic = self.settings.network_settings.deterministic
             raw, chosen = dist.deterministic() if deterministic else dist.sample()
-            if raw is not None and continuous is not None:
-                continuous[rows] = dist.env_continuous(raw).cpu().numpy()
-            if chosen is not None and discrete is not None:
-                discrete[rows] = chosen.cpu().numpy()
+            continuous = None if raw is None else dist.env_continuous(raw).cpu().numpy()
+            discrete = None if chosen is None else chosen.cpu().numpy()
+        for actions, field in ((continuous, "continuous"), (discrete, "discrete")):
+            if actions is None:
+                continue
+            for (_, rows, decision), piece in zip(parts, _split(actions, sizes), strict=True):
+                target = getattr(decision, field)
+                if target is not None:
+                    target[rows] = piece
+
+    def _memories_of(self, step: BehaviorStep, size: int) -> np.ndarray:
+        """The opponents' memories of ``step``'s group (one row per slot; zeros at first)."""
+        memories = self._opponent_memories.get(step.group)
+        if memories is None or len(memories) != len(step.valid):
+            memories = np.zeros((len(step.valid), size), dtype=np.float32)
+            self._opponent_memories[step.group] = memories
+        return memories
 
     def observe(self, step: BehaviorStep) -> None:
         """Rate the learning team's finished episodes, count the other teams' steps as ghost
@@ -516,3 +546,8 @@ class GhostTrainer(Trainer):
                 self.controller.teams,
             )
         self.learning_team = self.controller.learning_team
+
+
+def _split(array: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
+    """``array``'s leading rows cut into consecutive pieces of ``sizes``."""
+    return np.split(array, np.cumsum(sizes)[:-1])

@@ -75,7 +75,7 @@ from trainers.common.networks import (
 from trainers.common.schedules import Schedule
 from trainers.common.sequences import Sequences, cut_sequences, join_sequences
 from trainers.common.trainer import Trainer, TrainerContext
-from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.env_manager import BehaviorStep, PolicyDecision, join_steps
 from trainers.imitation import build_behavioral_cloning
 from trainers.reward_signals import (
     RewardSignal,
@@ -250,7 +250,7 @@ class PPOTrainer(Trainer):
         if not steps:
             return []
         recording = self.training and not self.is_done  # past max_steps: act, record nothing
-        joined = _join(steps)
+        joined = join_steps(steps)
         memories = new_memories = None
         if self.recurrent:
             memories = np.concatenate([self._slot_memories(step) for step in steps])
@@ -903,22 +903,3 @@ class _SignalRows:
 
 def _pick(array: np.ndarray | None, rows: slice) -> np.ndarray | None:
     return None if array is None else array[rows]
-
-
-def _join(steps: Sequence[BehaviorStep]) -> BehaviorStep:
-    """The observations and masks of ``steps`` stacked into one step (other fields unused)."""
-    if len(steps) == 1:
-        return steps[0]
-    observations = [
-        np.concatenate([step.observations[i] for step in steps])
-        for i in range(len(steps[0].observations))
-    ]
-    masks = [step.action_mask for step in steps]
-    present = next((m for m in masks if m is not None), None)
-    mask = None
-    if present is not None:  # a group without a mask yet allows everything
-        mask = np.concatenate(
-            [m if m is not None else np.ones((len(s.valid), present.shape[1]), bool)
-             for m, s in zip(masks, steps, strict=True)]
-        )  # fmt: skip
-    return BehaviorStep.first(observations, mask)
