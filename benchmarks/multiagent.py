@@ -14,7 +14,8 @@ contenders at the same time, each on its own game), on the same headless player 
 * ``soccer``: ML-Agents' ``config/poca/SoccerTwos.yaml`` (POCA + self-play; built below as
   :data:`SOCCER_TWOS_POCA`) on ``--scene SoccerTwos`` for ``--soccer-steps`` steps, with
   ``--soccer-envs`` game processes of one field each (Unity's scene has 8 fields; in one
-  PettingZoo env a field whose game ended would wait for the others). Printed: the
+  PettingZoo env a field whose game ended would wait for the others), its updates in
+  ``--soccer-precision`` (``unity-train --torch-precision``). Printed: the
   ELO at every summary, then the win rate of the exported ``SoccerTwos.onnx`` team against a
   random team over ``--eval-episodes`` games (a game ends at a goal or after the scene's 5000
   steps, a draw; goal >= 80% of all games won).
@@ -49,6 +50,7 @@ Usage::
 
     python -m benchmarks.multiagent [--only tennis|soccer|collab|speed ...]
         [--tennis-steps 500000] [--soccer-steps 1000000] [--soccer-envs 4]
+        [--soccer-precision float32|bf16-mixed]
         [--collab-steps 500000]
         [--eval-episodes 100] [--random-baseline] [--inference deterministic|sampled]
         [--target 0.0]
@@ -179,6 +181,8 @@ def tennis(args: argparse.Namespace, workdir: Path) -> bool:
 def soccer(args: argparse.Namespace, workdir: Path) -> bool:
     """Part ``soccer``; True when the trained team wins at least 80% of games."""
     flags = ["--num-envs", str(args.soccer_envs)]
+    if args.soccer_precision != "float32":  # the flags of runs kept in a --workdir stay valid
+        flags += ["--torch-precision", args.soccer_precision]
     return _self_play(
         args, workdir, SOCCER_TWOS_POCA, "SoccerTwos", args.soccer_steps, "games", 0.8, flags
     )
@@ -229,6 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--soccer-steps", type=int, default=1_000_000)
     parser.add_argument(
         "--soccer-envs", type=int, default=4, help="SoccerTwos game processes (one field each)"
+    )
+    parser.add_argument(
+        "--soccer-precision",
+        choices=("float32", "bf16-mixed"),
+        default="float32",
+        help="precision of the SoccerTwos updates (unity-train --torch-precision)",
     )
     parser.add_argument("--collab-steps", type=int, default=500_000)
     parser.add_argument("--eval-episodes", type=int, default=100, help="games vs random")

@@ -34,6 +34,7 @@ from trainers.common.checkpoints import (
     load_checkpoint,
     load_newest_checkpoint,
 )
+from trainers.common.precision import cpu_has_bf16_units
 from trainers.common.progress import ProgressBar
 from trainers.common.stats import StatsReporter
 from trainers.common.trainer import Trainer, TrainerContext, check_checkpoint_state
@@ -46,7 +47,7 @@ from trainers.poca.trainer import POCATrainer
 from trainers.ppo.trainer import PPOTrainer
 from trainers.run_directory import RunDirectory, RunDirectoryError, behavior_dir_name
 from trainers.sac.trainer import SACTrainer
-from trainers.settings import ConfigError, RunOptions, TrainerSettings
+from trainers.settings import ConfigError, Precision, RunOptions, TrainerSettings
 from trainers.trainer_controller import TrainerController
 from unity_gym.timers import add_metadata, reset_timers, write_timer_tree
 
@@ -85,6 +86,7 @@ def run_training(
     torch.manual_seed(seed)
     device = _device(options.torch_settings.device)
     _configure_threads(device)
+    _announce_precision(options.torch_settings.precision, device)
     run = RunDirectory.prepare(options.checkpoint_settings)
     try:
         controller, training_env = _set_up(options, run, seed, device, start, progress_stream)
@@ -274,6 +276,7 @@ def _build_trainer(
         stats=stats,
         checkpoints=checkpoints,
         update_threads=update_thread_limit(device),
+        precision=options.torch_settings.precision,
     )
     try:
         return TRAINER_TYPES[settings.trainer_type](context)
@@ -422,6 +425,22 @@ def _device(name: str | None) -> torch.device:
             f"torch_settings.device: {name!r} requested but CUDA is not available; use cpu."
         )
     return device
+
+
+def _announce_precision(precision: Precision, device: torch.device) -> None:
+    """Log a precision other than float32, warning where bfloat16 products are emulated."""
+    add_metadata("torch_precision", precision)
+    if precision == "float32":
+        return
+    logger.info(
+        "Updates compute matrix products in bfloat16 (torch_settings.precision: %s).", precision
+    )
+    if device.type == "cpu" and cpu_has_bf16_units() is False:
+        logger.warning(
+            "This CPU lists neither amx_bf16 nor avx512_bf16: bfloat16 products are emulated "
+            "and %s updates may be slower than float32 ones; drop --torch-precision to compare.",
+            precision,
+        )
 
 
 def _configure_threads(device: torch.device) -> None:

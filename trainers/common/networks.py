@@ -31,6 +31,7 @@ from trainers.common.flat_adam import FlatAdam
 from trainers.common.lstm import LSTMMemory
 from trainers.common.normalizer import ObservationNormalizer
 from trainers.common.parameter_buffer import ParameterBuffer
+from trainers.common.precision import heads_in_float32
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.settings import NetworkSettings
 
@@ -335,6 +336,7 @@ class PolicyNetwork(nn.Module):
         hidden, _ = _through_memory(self.memory, self.body(*self.encoder(observations)), memories)
         return hidden
 
+    @heads_in_float32
     def distribution(
         self, hidden: torch.Tensor, mask: torch.Tensor | None = None
     ) -> ActionDistribution:
@@ -401,6 +403,7 @@ class ValueNetwork(nn.Module):
         hidden, _ = _through_memory(self.memory, self.encode(observations), memories)
         return self.value(hidden)
 
+    @heads_in_float32
     def value(self, hidden: torch.Tensor) -> torch.Tensor:
         """Values given the heads' input ``hidden`` (the body's output, or the memory's with
         memory; shapes as :meth:`forward`)."""
@@ -478,6 +481,7 @@ class QNetwork(nn.Module):
             features = torch.cat([features, actions], dim=1)
         return self.body(features, goal)
 
+    @heads_in_float32
     def _values(self, hidden: torch.Tensor) -> torch.Tensor:
         """Every stream's Q values given the heads' input ``hidden``."""
         values = self.head(hidden)

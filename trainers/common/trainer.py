@@ -33,11 +33,12 @@ from torch import nn
 from trainers.common.checkpoints import CheckpointManager
 from trainers.common.networks import PolicyNetwork
 from trainers.common.onnx_export import export_policy
+from trainers.common.precision import update_precision
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import StatsReporter
 from trainers.common.update_threads import UpdateThreadGovernor
 from trainers.env_manager import BehaviorStep, PolicyDecision
-from trainers.settings import ConfigError, TrainerSettings
+from trainers.settings import ConfigError, Precision, TrainerSettings
 from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
 
 __all__ = [
@@ -106,6 +107,7 @@ class TrainerContext:
         update_threads: the most torch threads an update taken while the environment is idle
             may use (see :mod:`trainers.common.update_threads`); 1 keeps every update on the
             current thread count.
+        precision: the precision updates run in (:mod:`trainers.common.precision`).
     """
 
     behavior_name: str
@@ -119,6 +121,7 @@ class TrainerContext:
     stats: StatsReporter
     checkpoints: CheckpointManager | None
     update_threads: int = 1
+    precision: Precision = "float32"
 
 
 class Trainer(ABC):
@@ -280,7 +283,9 @@ class Trainer(ABC):
                 else governor.update(self._update_size())
             )
             with hierarchical_timer(f"{self.trainer_type}_update"), threads:
-                self._take_update_job()()
+                job = self._take_update_job()
+                with self._update_precision():
+                    job()
         else:
             job = self._take_update_job()
             self._pending = self._executor.submit(self._threaded_job, job)
@@ -296,8 +301,12 @@ class Trainer(ABC):
             future, self._pending = self._pending, None
             future.result()  # re-raise a failure of the trainer thread here
 
+    def _update_precision(self) -> contextlib.AbstractContextManager[object]:
+        """The context an update job runs in (bfloat16 autocast for ``bf16-mixed``)."""
+        return update_precision(self.context.precision, self.device)
+
     def _threaded_job(self, job: Callable[[], None]) -> None:
-        with hierarchical_timer(f"{self.trainer_type}_update"):
+        with hierarchical_timer(f"{self.trainer_type}_update"), self._update_precision():
             job()
         tree = get_timer_tree()
         reset_timers()

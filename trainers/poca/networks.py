@@ -25,6 +25,7 @@ from torch.nn import functional
 from trainers.common.attention import EntityEmbedding, ResidualSelfAttention, clear_absent
 from trainers.common.networks import Body, ObservationEncoder, _value_head
 from trainers.common.normalizer import ObservationNormalizer
+from trainers.common.precision import heads_in_float32
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.settings import NetworkSettings
 
@@ -113,7 +114,11 @@ class GroupCritic(nn.Module):
         count = (1.0 - missing).sum(dim=1, keepdim=True)
         with torch.no_grad():
             self.max_members.copy_(torch.maximum(self.max_members, count.max()))
-        features = torch.cat([hidden, count * 2.0 / self.max_members - 1.0], dim=1)
+        return self._value_heads(hidden, count * 2.0 / self.max_members - 1.0)
+
+    @heads_in_float32
+    def _value_heads(self, hidden: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
+        features = torch.cat([hidden, members.float()], dim=1)
         if len(self.heads) == 1:
             return self.heads[0](features).squeeze(-1)
         return torch.cat([head(features) for head in self.heads], dim=1)

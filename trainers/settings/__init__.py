@@ -33,6 +33,7 @@ from trainers.settings.environment import (
     CheckpointSettings,
     EngineSettings,
     EnvironmentSettings,
+    Precision,
     TorchSettings,
 )
 from trainers.settings.errors import ConfigError, UnsupportedFeatureError
@@ -87,6 +88,7 @@ __all__ = [
     "MemorySettings",
     "NetworkSettings",
     "PPOHyperparameters",
+    "Precision",
     "RNDSettings",
     "RewardSignalSettings",
     "RunOptions",

@@ -18,12 +18,15 @@ __all__ = [
     "CheckpointSettings",
     "EngineSettings",
     "EnvironmentSettings",
+    "Precision",
     "TorchSettings",
 ]
 
 logger = logging.getLogger("trainers.settings")
 
 BackendType = Literal["subprocess", "inprocess", "ray"]
+Precision = Literal["float32", "bf16-mixed"]
+"""``torch_settings.precision``: see :mod:`trainers.common.precision`."""
 
 
 @dataclass
@@ -165,6 +168,11 @@ class CheckpointSettings:
 
 @dataclass
 class TorchSettings:
-    """Torch device (``cpu``, ``cuda``, ``cuda:1``, ...); ``None`` picks the CPU."""
+    """Torch device (``cpu``, ``cuda``, ``cuda:1``, ...); ``None`` picks the CPU.
+
+    ``precision`` (an extension of this project): ``float32``, or ``bf16-mixed`` for updates
+    whose matrix products take bfloat16 inputs (:mod:`trainers.common.precision`).
+    """
 
     device: str | None = None
+    precision: Precision = "float32"
