@@ -66,7 +66,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
@@ -86,6 +86,7 @@ from benchmarks.trainer_runs import (  # noqa: E402
     train_all,
     with_max_steps,
 )
+from trainers.settings import Precision  # noqa: E402
 
 __all__ = ["PARTS", "SOCCER_TWOS_POCA", "main"]
 
@@ -236,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--soccer-precision",
-        choices=("float32", "bf16-mixed"),
+        choices=get_args(Precision),
         default="float32",
         help="precision of the SoccerTwos updates (unity-train --torch-precision)",
     )

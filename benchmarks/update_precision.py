@@ -33,7 +33,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
@@ -48,11 +48,12 @@ from benchmarks.trainer_runs import (  # noqa: E402
     train,
     with_max_steps,
 )
+from trainers.settings import Precision  # noqa: E402
 
 __all__ = ["PARTS", "UpdateTimes", "main", "update_times"]
 
 PARTS = ("soccer", "3dball")
-PRECISIONS = ("float32", "bf16-mixed")
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)  # float32 first
 BALL_CONFIG = REPO_ROOT / "trainers" / "configs" / "3DBall_ppo.yaml"
 CUMULATIVE_REWARD = "Environment/Cumulative Reward"
 
@@ -110,9 +111,9 @@ def _compare(
         times = update_times(workdir / "results" / run / "run_logs" / "timers.json")
         results[precision] = (times, _mean_of_last_rewards(workdir / "results" / run, args.tail))
     print(f"\n{scene}, seed {args.seed}")
-    for precision, (times, reward) in results.items():
+    for label, (times, reward) in results.items():
         print(
-            f"  {precision:>10}: {times.per_update:6.2f} s per update ({times.count} updates), "
+            f"  {label:>10}: {times.per_update:6.2f} s per update ({times.count} updates), "
             f"run {times.wall:7.1f} s, mean reward (last {args.tail}) {reward:+.3f}"
         )
     (fast, _), (slow, _) = results["bf16-mixed"], results["float32"]
@@ -135,7 +136,7 @@ def soccer(args: argparse.Namespace, workdir: Path) -> bool:
 def ball(args: argparse.Namespace, workdir: Path) -> bool:
     """Part ``3dball``; True when both precisions end at a mean reward of at least 90."""
     config = yaml.safe_load(BALL_CONFIG.read_text(encoding="utf-8"))
-    config = with_max_steps(config, args.ball_steps, summaries=args.ball_steps // 12000)
+    config = with_max_steps(config, args.ball_steps, summaries=max(1, args.ball_steps // 12000))
     results = _compare(args, workdir, config, "3dball", "3DBall")
     met = all(reward >= 90.0 for _, reward in results.values())
     print(f"  goal: both mean rewards >= 90 -> {'met' if met else 'not met'}")
