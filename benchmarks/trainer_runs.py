@@ -104,8 +104,10 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
 
     A run that an earlier invocation left in ``workdir`` (``--workdir``) is continued with
     ``--resume`` when it is short of its budget, and not trained again when complete; it must
-    have been started with the same config, flags and seed. Ctrl-C asks ``unity-train`` to save
-    and stop (a second Ctrl-C kills it; see :func:`_wait_saving`).
+    have been started with the same config, flags and seed, except that a larger step budget
+    (``max_steps``, and the ``summary_freq`` that follows it) continues a run to the new budget
+    (as ``mlagents-learn --resume`` with a raised ``max_steps``). Ctrl-C asks ``unity-train`` to
+    save and stop (a second Ctrl-C kills it; see :func:`_wait_saving`).
 
     Raises:
         RunStoppedError: if ``unity-train`` stopped before a behavior's ``max_steps`` (it saves and
@@ -121,7 +123,8 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
     run_dir = workdir / "results" / name
     resume = run_dir.is_dir() and any(run_dir.iterdir())
     if resume:
-        if not settings.is_file() or settings.read_text(encoding="utf-8") != wanted:
+        kept = settings.read_text(encoding="utf-8") if settings.is_file() else ""
+        if kept != wanted and not _only_budget_raised(kept, wanted):
             raise RuntimeError(
                 f"{name}: {run_dir} holds a run started with other settings (config, flags or "
                 "seed); choose another --workdir, or delete that folder to start over"
@@ -171,6 +174,27 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
     if interrupted:
         raise RunStoppedError(f"{name}: stopped by Ctrl-C (at the end of its budget)")
     return output
+
+
+def _only_budget_raised(kept: str, wanted: str) -> bool:
+    """Whether the run settings ``wanted`` (JSON, as :func:`train` keeps them) differ from
+    ``kept`` only in larger ``max_steps`` (and their ``summary_freq``) of some behaviors."""
+    if not kept:
+        return False
+    old, new = json.loads(kept), json.loads(wanted)
+    old_behaviors = old["config"].get("behaviors", {})
+    new_behaviors = new["config"].get("behaviors", {})
+    if old_behaviors.keys() != new_behaviors.keys():
+        return False
+    budget = ("max_steps", "summary_freq")
+    for behavior, settings in new_behaviors.items():
+        before = old_behaviors[behavior]
+        if int(settings.get("max_steps", 500_000)) < int(before.get("max_steps", 500_000)):
+            return False
+        for one in (settings, before):
+            for key in budget:
+                one.pop(key, None)
+    return bool(old == new)
 
 
 #: The ``unity-train`` processes :func:`train` waits for now.

@@ -1,6 +1,7 @@
 """The training benchmarks' run helper, :func:`benchmarks.trainer_runs.train`: Ctrl-C saves and
 stops a run, the same workdir continues it with ``--resume`` and does not train a complete one
-again, other settings are refused, and a resumed run's TensorBoard scalars are read once each.
+again, a larger step budget continues a complete one, other settings are refused, and a resumed
+run's TensorBoard scalars are read once each.
 
 Real ``unity-train`` processes on Gymnasium's CartPole; Ctrl-C is a real SIGINT in the test's
 main thread (``_thread.interrupt_main``).
@@ -89,6 +90,18 @@ def test_a_stopped_run_continues_in_its_workdir(
     assert log.read_text(encoding="utf-8") == output
 
     with pytest.raises(RuntimeError, match="other settings"):
-        train(_config(2 * BUDGET), "cartpole", tmp_path, FLAGS, 1)
+        train(_config(BUDGET // 2), "cartpole", tmp_path, FLAGS, 1)
+    other = _config(BUDGET)
+    other["behaviors"]["CartPole"]["hyperparameters"]["learning_rate"] = 1.0e-3
+    with pytest.raises(RuntimeError, match="other settings"):
+        train(other, "cartpole", tmp_path, FLAGS, 1)
     with pytest.raises(RuntimeError, match="other settings"):
         train(config, "cartpole", tmp_path, FLAGS, 2)
+
+    longer = train(_config(BUDGET + 2000), "cartpole", tmp_path, FLAGS, 1)
+    assert f"Resuming CartPole from step {BUDGET}" in capsys.readouterr().out + longer
+    assert longer.startswith(output)
+    steps = _summary_steps(longer)
+    assert steps == sorted(set(steps)) and steps[-1] == BUDGET + 2000
+    rewards = [point.step for point in scalar_series(run_dir, "Environment/Cumulative Reward")]
+    assert rewards == _summary_steps(longer, with_reward=True)
