@@ -85,6 +85,7 @@ def run_training(
         logger.info("run seed: %d (set --seed to reproduce)", seed)
     torch.manual_seed(seed)
     device = _device(options.torch_settings.device)
+    add_metadata("torch_device", str(device))
     _configure_threads(device)
     _announce_precision(options.torch_settings.precision, device)
     run = RunDirectory.prepare(options.checkpoint_settings)

@@ -146,6 +146,7 @@ def test_ppo_cartpole_writes_every_output(run_train: RunTrain) -> None:
     for key in ("start_time_seconds", "end_time_seconds", "python_version", "pytorch_version"):
         assert metadata[key]
     assert "--gym-id CartPole-v1" in metadata["command_line_arguments"]
+    assert metadata["torch_device"] == "cpu"
 
     resolved = yaml.safe_load((run / "configuration.yaml").read_text())
     assert resolved["behaviors"]["CartPole"]["hyperparameters"]["buffer_size"] == 128

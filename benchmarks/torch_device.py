@@ -1,0 +1,154 @@
+"""``--torch-device cuda`` against ``cpu``: update time and run time of one training, side by side.
+
+Each part trains the same config twice in this one invocation, on the same built-in scene,
+seed, precision and number of game processes, once per device (``cpu`` first), and reads every
+run's ``timers.json`` (the ``*_update`` timers: seconds spent in updates, and their count; see
+:func:`benchmarks.update_precision.update_times`) and its summaries:
+
+* ``soccer``: ML-Agents' ``config/poca/SoccerTwos.yaml`` (POCA + self-play, 512 x 2 networks,
+  minibatches of 2048 rows, :data:`benchmarks.multiagent.SOCCER_TWOS_POCA`) for
+  ``--soccer-steps`` steps on ``--scene SoccerTwos``. Goal: updates on the GPU take at most
+  0.5x as long as on the CPU.
+* ``3dball``: ``trainers/configs/3DBall_ppo.yaml`` (ML-Agents' 3DBall PPO config, 128 x 2,
+  minibatches of 64 rows) for ``--ball-steps`` steps on ``--scene 3DBall``. Goal: both runs end
+  at a mean reward of at least 90 (the mean of the last ``--tail`` summaries), so that the
+  device does not cost the learning its result. Small networks and minibatches gain little
+  from a GPU: this part shows what the device costs or saves there.
+
+Printed per run: seconds per update, updates, wall time and agent steps per second, and the final
+mean reward; then the ratios ``cuda / cpu``. The CPU run uses ``unity-train``'s own thread
+settings (one intra-op thread while the games step; see :mod:`trainers.common.update_threads`).
+
+Usage::
+
+    python -m benchmarks.torch_device [--only soccer|3dball] [--soccer-steps 61440]
+                                      [--ball-steps 150000] [--num-envs 4]
+                                      [--precision float32|bf16-mixed] [--seed 1] [--tail 3]
+                                      [--workdir DIR]
+
+Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when CUDA is not available
+(the reason is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.multiagent import SOCCER_TWOS_POCA  # noqa: E402
+from benchmarks.trainer_runs import run_parts, scalar_series, train, with_max_steps  # noqa: E402
+from benchmarks.update_precision import UpdateTimes, update_times  # noqa: E402
+from trainers.settings import Precision  # noqa: E402
+
+__all__ = ["DEVICES", "PARTS", "main"]
+
+PARTS = ("soccer", "3dball")
+DEVICES = ("cpu", "cuda")
+BALL_CONFIG = REPO_ROOT / "trainers" / "configs" / "3DBall_ppo.yaml"
+CUMULATIVE_REWARD = "Environment/Cumulative Reward"
+
+
+def _cuda_missing() -> str | None:
+    """Why CUDA cannot be used here, or None when it can."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return f"CUDA is not available to torch {torch.__version__}; run this on a GPU machine"
+    return None
+
+
+def _mean_of_last_rewards(run_dir: Path, tail: int) -> float:
+    """The mean of the last ``tail`` summaries' mean cumulative reward (nan without any)."""
+    last = scalar_series(run_dir, CUMULATIVE_REWARD)[-tail:]
+    return sum(point.value for point in last) / len(last) if last else float("nan")
+
+
+def _compare(
+    args: argparse.Namespace, workdir: Path, config: dict[str, Any], name: str, scene: str
+) -> dict[str, tuple[UpdateTimes, float]] | None:
+    """Train ``config`` once per device; each device's update times and final mean reward
+    (None, with the reason printed, when CUDA is not available)."""
+    missing = _cuda_missing()
+    if missing:
+        print(f"\n{scene}: not run: {missing}")
+        return None
+    steps = next(iter(config["behaviors"].values()))["max_steps"]
+    results: dict[str, tuple[UpdateTimes, float]] = {}
+    for device in DEVICES:
+        run = f"{name}-{device}"
+        flags = ["--scene", scene, "--num-envs", str(args.num_envs),
+                 "--torch-device", device, "--torch-precision", args.precision]  # fmt: skip
+        train(config, run, workdir, flags, args.seed)
+        times = update_times(workdir / "results" / run / "run_logs" / "timers.json")
+        results[device] = (times, _mean_of_last_rewards(workdir / "results" / run, args.tail))
+    print(f"\n{scene}, {steps} steps, {args.num_envs} games, {args.precision}, seed {args.seed}")
+    for device, (times, reward) in results.items():
+        print(
+            f"  {device:>5}: {times.per_update:6.2f} s per update ({times.count} updates), "
+            f"run {times.wall:7.1f} s ({steps / times.wall:6.0f} steps/s), "
+            f"mean reward (last {args.tail}) {reward:+.3f}"
+        )
+    (gpu, _), (cpu, _) = results["cuda"], results["cpu"]
+    print(
+        f"  cuda / cpu: updates {gpu.per_update / cpu.per_update:.2f}x, "
+        f"run {gpu.wall / cpu.wall:.2f}x"
+    )
+    return results
+
+
+def soccer(args: argparse.Namespace, workdir: Path) -> bool | None:
+    """Part ``soccer``; True when updates on the GPU take at most 0.5x as long."""
+    config = with_max_steps(SOCCER_TWOS_POCA, args.soccer_steps, summaries=3)
+    results = _compare(args, workdir, config, "soccer", "SoccerTwos")
+    if results is None:
+        return None
+    ratio = results["cuda"][0].per_update / results["cpu"][0].per_update
+    print(f"  goal: updates <= 0.5x -> {'met' if ratio <= 0.5 else 'not met'}")
+    return ratio <= 0.5
+
+
+def ball(args: argparse.Namespace, workdir: Path) -> bool | None:
+    """Part ``3dball``; True when both devices end at a mean reward of at least 90."""
+    config = yaml.safe_load(BALL_CONFIG.read_text(encoding="utf-8"))
+    config = with_max_steps(config, args.ball_steps, summaries=max(1, args.ball_steps // 12000))
+    results = _compare(args, workdir, config, "3dball", "3DBall")
+    if results is None:
+        return None
+    met = all(reward >= 90.0 for _, reward in results.values())
+    print(f"  goal: both mean rewards >= 90 -> {'met' if met else 'not met'}")
+    return met
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the chosen parts; the exit status says whether they met their goals."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--only", action="append", choices=PARTS, help="parts to run")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tail", type=int, default=3, help="summaries averaged per run")
+    parser.add_argument(
+        "--workdir", type=Path, help="keep the runs in this folder instead of a temporary one"
+    )
+    parser.add_argument("--soccer-steps", type=int, default=61_440)
+    parser.add_argument("--ball-steps", type=int, default=150_000)
+    parser.add_argument("--num-envs", type=int, default=4, help="game processes per run")
+    parser.add_argument(
+        "--precision",
+        choices=get_args(Precision),
+        default="float32",
+        help="--torch-precision of every run",
+    )
+    args = parser.parse_args(argv)
+    return run_parts({"soccer": soccer, "3dball": ball}, args, "torch-device-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
