@@ -38,23 +38,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-import yaml
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.multiagent import SOCCER_TWOS_POCA  # noqa: E402
-from benchmarks.trainer_runs import run_parts, scalar_series, train, with_max_steps  # noqa: E402
-from benchmarks.update_precision import UpdateTimes, update_times  # noqa: E402
+from benchmarks.trainer_runs import run_parts, with_max_steps  # noqa: E402
+from benchmarks.update_precision import (  # noqa: E402
+    PARTS,
+    UpdateTimes,
+    add_run_arguments,
+    ball_config,
+    both_learned,
+    train_variants,
+)
 from trainers.settings import Precision  # noqa: E402
 
 __all__ = ["DEVICES", "PARTS", "main"]
 
-PARTS = ("soccer", "3dball")
 DEVICES = ("cpu", "cuda")
-BALL_CONFIG = REPO_ROOT / "trainers" / "configs" / "3DBall_ppo.yaml"
-CUMULATIVE_REWARD = "Environment/Cumulative Reward"
 
 
 def _cuda_missing() -> str | None:
@@ -66,12 +68,6 @@ def _cuda_missing() -> str | None:
     return None
 
 
-def _mean_of_last_rewards(run_dir: Path, tail: int) -> float:
-    """The mean of the last ``tail`` summaries' mean cumulative reward (nan without any)."""
-    last = scalar_series(run_dir, CUMULATIVE_REWARD)[-tail:]
-    return sum(point.value for point in last) / len(last) if last else float("nan")
-
-
 def _compare(
     args: argparse.Namespace, workdir: Path, config: dict[str, Any], name: str, scene: str
 ) -> dict[str, tuple[UpdateTimes, float]] | None:
@@ -81,22 +77,10 @@ def _compare(
     if missing:
         print(f"\n{scene}: not run: {missing}")
         return None
-    steps = next(iter(config["behaviors"].values()))["max_steps"]
-    results: dict[str, tuple[UpdateTimes, float]] = {}
-    for device in DEVICES:
-        run = f"{name}-{device}"
-        flags = ["--scene", scene, "--num-envs", str(args.num_envs),
-                 "--torch-device", device, "--torch-precision", args.precision]  # fmt: skip
-        train(config, run, workdir, flags, args.seed)
-        times = update_times(workdir / "results" / run / "run_logs" / "timers.json")
-        results[device] = (times, _mean_of_last_rewards(workdir / "results" / run, args.tail))
-    print(f"\n{scene}, {steps} steps, {args.num_envs} games, {args.precision}, seed {args.seed}")
-    for device, (times, reward) in results.items():
-        print(
-            f"  {device:>5}: {times.per_update:6.2f} s per update ({times.count} updates), "
-            f"run {times.wall:7.1f} s ({steps / times.wall:6.0f} steps/s), "
-            f"mean reward (last {args.tail}) {reward:+.3f}"
-        )
+    common = ["--num-envs", str(args.num_envs), "--torch-precision", args.precision]
+    variants = {device: [*common, "--torch-device", device] for device in DEVICES}
+    print(f"\n{scene}: {args.num_envs} games, {args.precision}")
+    results = train_variants(config, workdir, name, scene, variants, args.seed, args.tail)
     (gpu, _), (cpu, _) = results["cuda"], results["cpu"]
     print(
         f"  cuda / cpu: updates {gpu.per_update / cpu.per_update:.2f}x, "
@@ -118,27 +102,14 @@ def soccer(args: argparse.Namespace, workdir: Path) -> bool | None:
 
 def ball(args: argparse.Namespace, workdir: Path) -> bool | None:
     """Part ``3dball``; True when both devices end at a mean reward of at least 90."""
-    config = yaml.safe_load(BALL_CONFIG.read_text(encoding="utf-8"))
-    config = with_max_steps(config, args.ball_steps, summaries=max(1, args.ball_steps // 12000))
-    results = _compare(args, workdir, config, "3dball", "3DBall")
-    if results is None:
-        return None
-    met = all(reward >= 90.0 for _, reward in results.values())
-    print(f"  goal: both mean rewards >= 90 -> {'met' if met else 'not met'}")
-    return met
+    results = _compare(args, workdir, ball_config(args.ball_steps), "3dball", "3DBall")
+    return None if results is None else both_learned(results)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the chosen parts; the exit status says whether they met their goals."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--only", action="append", choices=PARTS, help="parts to run")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--tail", type=int, default=3, help="summaries averaged per run")
-    parser.add_argument(
-        "--workdir", type=Path, help="keep the runs in this folder instead of a temporary one"
-    )
-    parser.add_argument("--soccer-steps", type=int, default=61_440)
-    parser.add_argument("--ball-steps", type=int, default=150_000)
+    add_run_arguments(parser)
     parser.add_argument("--num-envs", type=int, default=4, help="game processes per run")
     parser.add_argument(
         "--precision",

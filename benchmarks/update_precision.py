@@ -50,7 +50,17 @@ from benchmarks.trainer_runs import (  # noqa: E402
 )
 from trainers.settings import Precision  # noqa: E402
 
-__all__ = ["PARTS", "UpdateTimes", "main", "update_times"]
+__all__ = [
+    "PARTS",
+    "UpdateTimes",
+    "add_run_arguments",
+    "ball_config",
+    "both_learned",
+    "main",
+    "mean_of_last_rewards",
+    "train_variants",
+    "update_times",
+]
 
 PARTS = ("soccer", "3dball")
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)  # float32 first
@@ -89,10 +99,46 @@ def update_times(timers_path: Path) -> UpdateTimes:
     return UpdateTimes(seconds, count, float(root.get("total", 0.0)))
 
 
-def _mean_of_last_rewards(run_dir: Path, tail: int) -> float:
+def mean_of_last_rewards(run_dir: Path, tail: int) -> float:
     """The mean of the last ``tail`` summaries' mean cumulative reward (nan without any)."""
     last = scalar_series(run_dir, CUMULATIVE_REWARD)[-tail:]
     return sum(point.value for point in last) / len(last) if last else float("nan")
+
+
+def train_variants(
+    config: dict[str, Any],
+    workdir: Path,
+    name: str,
+    scene: str,
+    variants: dict[str, list[str]],
+    seed: int,
+    tail: int,
+) -> dict[str, tuple[UpdateTimes, float]]:
+    """Train ``config`` on built-in ``scene`` once per variant, one after another, and print
+    each run's update time, wall time and final reward.
+
+    Args:
+        variants: a label per run (``<name>-<label>``) and the flags it adds to
+            ``--scene <scene>``.
+
+    Returns:
+        Per label, the run's update times and the mean reward of its last ``tail`` summaries.
+    """
+    steps = next(iter(config["behaviors"].values()))["max_steps"]
+    results: dict[str, tuple[UpdateTimes, float]] = {}
+    for label, flags in variants.items():
+        run = f"{name}-{label}"
+        train(config, run, workdir, ["--scene", scene, *flags], seed)
+        times = update_times(workdir / "results" / run / "run_logs" / "timers.json")
+        results[label] = (times, mean_of_last_rewards(workdir / "results" / run, tail))
+    print(f"\n{scene}, {steps} steps, seed {seed}")
+    for label, (times, reward) in results.items():
+        print(
+            f"  {label:>10}: {times.per_update:6.2f} s per update ({times.count} updates), "
+            f"run {times.wall:7.1f} s ({steps / times.wall:5.0f} steps/s), "
+            f"mean reward (last {tail}) {reward:+.3f}"
+        )
+    return results
 
 
 def _compare(
@@ -103,19 +149,10 @@ def _compare(
     scene: str,
 ) -> dict[str, tuple[UpdateTimes, float]]:
     """Train ``config`` once per precision; each precision's update times and final reward."""
-    results: dict[str, tuple[UpdateTimes, float]] = {}
-    for precision in PRECISIONS:
-        run = f"{name}-{precision}"
-        flags = ["--scene", scene, "--num-envs", "4", "--torch-precision", precision]
-        train(config, run, workdir, flags, args.seed)
-        times = update_times(workdir / "results" / run / "run_logs" / "timers.json")
-        results[precision] = (times, _mean_of_last_rewards(workdir / "results" / run, args.tail))
-    print(f"\n{scene}, seed {args.seed}")
-    for label, (times, reward) in results.items():
-        print(
-            f"  {label:>10}: {times.per_update:6.2f} s per update ({times.count} updates), "
-            f"run {times.wall:7.1f} s, mean reward (last {args.tail}) {reward:+.3f}"
-        )
+    variants: dict[str, list[str]] = {
+        precision: ["--num-envs", "4", "--torch-precision", precision] for precision in PRECISIONS
+    }
+    results = train_variants(config, workdir, name, scene, variants, args.seed, args.tail)
     (fast, _), (slow, _) = results["bf16-mixed"], results["float32"]
     print(
         f"  bf16-mixed / float32: updates {fast.per_update / slow.per_update:.2f}x, "
@@ -135,17 +172,26 @@ def soccer(args: argparse.Namespace, workdir: Path) -> bool:
 
 def ball(args: argparse.Namespace, workdir: Path) -> bool:
     """Part ``3dball``; True when both precisions end at a mean reward of at least 90."""
+    results = _compare(args, workdir, ball_config(args.ball_steps), "3dball", "3DBall")
+    return both_learned(results)
+
+
+def ball_config(steps: int) -> dict[str, Any]:
+    """The bundled 3DBall PPO config with ``max_steps`` ``steps`` and a summary per 12000."""
     config = yaml.safe_load(BALL_CONFIG.read_text(encoding="utf-8"))
-    config = with_max_steps(config, args.ball_steps, summaries=max(1, args.ball_steps // 12000))
-    results = _compare(args, workdir, config, "3dball", "3DBall")
+    return with_max_steps(config, steps, summaries=max(1, steps // 12000))
+
+
+def both_learned(results: dict[str, tuple[UpdateTimes, float]]) -> bool:
+    """Whether every run ended at a mean reward of at least 90 (printed)."""
     met = all(reward >= 90.0 for _, reward in results.values())
     print(f"  goal: both mean rewards >= 90 -> {'met' if met else 'not met'}")
     return met
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the chosen parts; the exit status says whether they met their goals."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options both parts take: ``--only``, ``--seed``, ``--tail``, ``--workdir``,
+    ``--soccer-steps`` and ``--ball-steps``."""
     parser.add_argument("--only", action="append", choices=PARTS, help="parts to run")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tail", type=int, default=3, help="summaries averaged per run")
@@ -154,6 +200,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--soccer-steps", type=int, default=61_440)
     parser.add_argument("--ball-steps", type=int, default=150_000)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the chosen parts; the exit status says whether they met their goals."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
     return run_parts({"soccer": soccer, "3dball": ball}, args, "update-precision-")
 
