@@ -23,7 +23,7 @@ win, a loss or a draw (0: a SoccerTwos time-out). With no model, both teams play
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,11 +95,12 @@ class OnnxPolicy:
                 f"{path} does not exist; did the training run finish and export its model?"
             )
         self._session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        inputs = [node.name for node in self._session.get_inputs()]
-        if "recurrent_in" in inputs:
+        shapes = {node.name: node.shape for node in self._session.get_inputs()}
+        if "recurrent_in" in shapes:
             raise ValueError(f"{path} is a recurrent policy; only feed-forward ones are played.")
-        self._observations = sum(1 for name in inputs if name.startswith("obs_"))
-        self._masked = "action_masks" in inputs
+        self._observations = sum(1 for name in shapes if name.startswith("obs_"))
+        #: Entries of the ``action_masks`` input (0: the model takes no mask).
+        self._mask_size = int(shapes["action_masks"][1]) if "action_masks" in shapes else 0
         self._prefix = "" if sampled else "deterministic_"
         wanted = {f"{self._prefix}continuous_actions", f"{self._prefix}discrete_actions"}
         self._outputs = [node.name for node in self._session.get_outputs() if node.name in wanted]
@@ -129,17 +130,45 @@ class OnnxPolicy:
                 "scene it was trained on."
             )
         tensors = layout.to_tensors(layout.stack_single([observation]), _CPU)
-        feed = {f"obs_{i}": tensor.numpy() for i, tensor in enumerate(tensors)}
-        if self._masked:
-            feed["action_masks"] = _flat_mask(action_mask, actions.discrete_size)
-        found = dict(zip(self._outputs, self._session.run(self._outputs, feed), strict=True))
-        action = actions.to_env(
-            found.get(f"{self._prefix}continuous_actions"),
-            found.get(f"{self._prefix}discrete_actions"),
-        )
+        mask = _flat_mask(action_mask, actions.discrete_size) if self._mask_size else None
+        found = self.run([tensor.numpy() for tensor in tensors], mask)
+        action = actions.to_env(found.get("continuous_actions"), found.get("discrete_actions"))
         if isinstance(action, Mapping):
             return {key: value[0] for key, value in action.items()}
         return action[0]
+
+    def run(
+        self, observations: Sequence[np.ndarray], action_masks: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """The model's actions for a batch of ``observations`` (one ``(n, ...)`` array per
+        ``obs_*`` input, in order): ``continuous_actions`` and/or ``discrete_actions``, sampled
+        or deterministic as the policy was made.
+
+        Args:
+            observations: the model's observation inputs.
+            action_masks: ``(n, branch sizes summed)``, 1 = allowed; None: every action allowed.
+
+        Raises:
+            ValueError: another number of observation arrays than the model's inputs.
+        """
+        if len(observations) != self._observations:
+            raise ValueError(
+                f"the model takes {self._observations} observation inputs, not "
+                f"{len(observations)}; evaluate the model on the scene it was trained on."
+            )
+        feed = {f"obs_{i}": np.asarray(obs, np.float32) for i, obs in enumerate(observations)}
+        if self._mask_size:
+            rows = len(observations[0])
+            feed["action_masks"] = (
+                np.ones((rows, self._mask_size), np.float32)
+                if action_masks is None
+                else np.asarray(action_masks, np.float32)
+            )
+        found = self._session.run(self._outputs, feed)
+        return {
+            name.removeprefix(self._prefix): value
+            for name, value in zip(self._outputs, found, strict=True)
+        }
 
 
 def _flat_mask(mask: Any, size: int) -> np.ndarray:

@@ -37,6 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.policy_eval import OnnxPolicy  # noqa: E402
 from unity_gym.player.academy import Academy, AgentBatch, SceneContext  # noqa: E402
 from unity_gym.player.scenes import soccer_twos  # noqa: E402
 from unity_gym.player.side_channels import SideChannelHub, StandardChannels  # noqa: E402
@@ -46,10 +47,8 @@ __all__ = ["OUTCOMES", "Outcomes", "main", "play_outcomes"]
 #: The ways a game ends, for the trained team.
 OUTCOMES = ("won: our shot", "won: their own goal", "lost: our own goal", "lost: their shot",
             "drawn: time-out")  # fmt: skip
-#: Entries of one ray in Unity's layout (6 tags, no-hit flag, hit fraction); the ball is tag 0.
-_RAY = 8
-_FORWARD_RAYS = 11
-_BACKWARD_RAYS = 3
+#: The scene's ray sensors in wire order (forward, backward).
+_SENSORS = (soccer_twos.FORWARD_RAYS, soccer_twos.BACKWARD_RAYS)
 
 
 @dataclass
@@ -105,43 +104,20 @@ class Outcomes:
         return "\n".join(lines)
 
 
-class _OnnxTeam:
-    """An exported policy acting for a batch of the trained team's agents."""
-
-    def __init__(self, path: Path, sampled: bool) -> None:
-        import onnxruntime
-
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} does not exist; pass a SoccerTwos model's .onnx file")
-        self._session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        self._inputs = [node.name for node in self._session.get_inputs()]
-        self._output = "discrete_actions" if sampled else "deterministic_discrete_actions"
-
-    def act(self, observations: Sequence[np.ndarray]) -> np.ndarray:
-        feed: dict[str, np.ndarray] = {}
-        rows = len(observations[0])
-        sensors = iter(observations)
-        for name in self._inputs:
-            if name == "action_masks":
-                feed[name] = np.ones((rows, 9), np.float32)
-            elif name.startswith("obs_"):
-                feed[name] = np.asarray(next(sensors), np.float32)
-            else:
-                raise ValueError(f"the model has an input {name!r}; a SoccerTwos policy has none")
-        return np.asarray(self._session.run([self._output], feed)[0], np.int32)
-
-
 def _ball_in_sight(observations: Sequence[np.ndarray]) -> np.ndarray:
-    """Per agent: whether a ray of the newest stacked report hits the ball."""
-    forward = observations[0][:, -_FORWARD_RAYS * _RAY :].reshape(-1, _FORWARD_RAYS, _RAY)
-    backward = observations[1][:, -_BACKWARD_RAYS * _RAY :].reshape(-1, _BACKWARD_RAYS, _RAY)
-    return np.asarray((forward[:, :, 0] > 0).any(1) | (backward[:, :, 0] > 0).any(1))
+    """Per agent: whether a ray of the newest stacked report of either sensor hits the ball
+    (Unity's per-ray layout: one-hot tag, no-hit flag, hit fraction)."""
+    seen = np.zeros(len(observations[0]), dtype=bool)
+    for stacked, spec in zip(observations, _SENSORS, strict=True):
+        newest = stacked[:, -spec.observation_size :].reshape(len(stacked), -1, spec.num_tags + 2)
+        seen |= (newest[:, :, soccer_twos.BALL_TAG] > 0).any(axis=1)
+    return seen
 
 
 class _RefereedScene(soccer_twos.SoccerTwosScene):
     """SoccerTwos noting the last touch and the end of each game (see :func:`play_outcomes`)."""
 
-    team: _OnnxTeam | None
+    team: OnnxPolicy | None
     rng: np.random.Generator
     outcomes: Outcomes
     wanted: int
@@ -193,7 +169,8 @@ class _RefereedScene(soccer_twos.SoccerTwosScene):
             if self.team is None:
                 chosen = super().heuristic(batch, slots, observations)[1][mine]
             else:
-                chosen = self.team.act([obs[mine] for obs in observations])
+                found = self.team.run([obs[mine] for obs in observations])
+                chosen = np.asarray(found["discrete_actions"], np.int32)
             actions[mine] = chosen
             in_sight = _ball_in_sight([obs[mine] for obs in observations])
             for sees, row in zip(in_sight, chosen, strict=True):
@@ -213,12 +190,13 @@ def play_outcomes(model: Path | None, games: int, seed: int = 1, sampled: bool =
 
     Raises:
         FileNotFoundError: ``model`` does not exist.
-        ValueError: ``games`` is not positive, or the model is not a SoccerTwos policy.
+        ValueError: ``games`` is not positive, or the model is recurrent or takes other
+            observations than SoccerTwos' two ray sensors.
     """
     if games <= 0:
         raise ValueError(f"games must be positive, got {games}")
     scene = _RefereedScene({})
-    scene.team = None if model is None else _OnnxTeam(model, sampled)
+    scene.team = None if model is None else OnnxPolicy(model, sampled)
     scene.rng = np.random.default_rng(seed)
     scene.outcomes = Outcomes()
     scene.wanted = games

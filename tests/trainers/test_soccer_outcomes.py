@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from trainer_test_support import RunTrain
 
+from benchmarks.policy_eval import OnnxPolicy
 from benchmarks.soccer_outcomes import OUTCOMES, main, play_outcomes
 from trainers.settings import load_config_file
 
@@ -50,6 +52,9 @@ def test_an_exported_model_plays_and_bad_input_is_refused(
         shares = outcomes.branch_shares(False, branch)
         assert min(shares) > 0.1 and sum(shares) == pytest.approx(1.0)
 
+    policy = OnnxPolicy(run / "SoccerTwos.onnx")
+    with pytest.raises(ValueError, match="takes 2 observation inputs, not 1"):
+        policy.run([np.zeros((1, 264), np.float32)])
     assert main([str(tmp_path / "missing.onnx"), "--games", "1"]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(ValueError, match="games must be positive"):
