@@ -45,7 +45,7 @@ def _check_cuda_run(run: Path, behavior: str, trainer_type: str) -> dict[str, An
     assert timers["metadata"]["torch_device"] == "cuda"
     state = load_checkpoint(run / behavior / "checkpoint.pt")
     assert state["trainer_type"] == trainer_type and state["update_count"] >= 1
-    tensors = [value for value in state["modules"]["policy"].values()]
+    tensors = list(state["modules"]["policy"].values())
     assert tensors and all(t.device.type == "cpu" for t in tensors)
     assert all(bool(torch.isfinite(t).all()) for t in tensors if t.is_floating_point())
     session = onnxruntime.InferenceSession(str(run / f"{behavior}.onnx"))
