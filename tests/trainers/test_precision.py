@@ -162,6 +162,25 @@ def test_bf16_mixed_runs_bodies_in_bfloat16_and_heads_in_float32(network: str) -
         assert not torch.equal(reduced, exact)
 
 
+def test_every_step_of_a_bf16_mixed_update_sees_the_weights_it_changed() -> None:
+    # An update job takes all its optimizer steps inside one bf16-mixed region. Autocast's
+    # weight cache would hand every later pass the bfloat16 weights of the first one: values
+    # then stop following the optimizer, and the steps overshoot (SoccerTwos' critic ran away).
+    torch.manual_seed(0)
+    critic = ValueNetwork(LAYOUT, SETTINGS, build_normalizer(LAYOUT, False))
+    optimizer = torch.optim.SGD(critic.parameters(), lr=0.05)
+    observations = [torch.randn(256, 12)]
+    with update_precision("bf16-mixed", CPU):
+        before = critic(observations)
+        before.square().mean().backward()
+        optimizer.step()
+        after = critic(observations).detach()
+    with update_precision("bf16-mixed", CPU):
+        fresh = critic(observations).detach()
+    torch.testing.assert_close(after, fresh, rtol=0.0, atol=0.0)
+    assert (after - before.detach()).abs().max() > 0.01
+
+
 class _ProductDtypes(TorchFunctionMode):
     """Records the output dtype of every matrix product called in this thread (the stacked PPO
     pass calls ``baddbmm`` rather than a :class:`Body`)."""

@@ -41,10 +41,17 @@ def update_precision(
     precision: Precision, device: torch.device
 ) -> contextlib.AbstractContextManager[object]:
     """The context an update runs in: bfloat16 autocast on ``device`` for ``bf16-mixed``,
-    nothing for ``float32``. Autocast is per thread: enter it in the thread that updates."""
+    nothing for ``float32``. Autocast is per thread: enter it in the thread that updates.
+
+    The region may span optimizer steps: weights are cast afresh at every forward pass
+    (autocast's weight cache is off), so each pass sees the weights as they are now."""
     if precision == "float32":
         return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=torch.bfloat16)
+    # Without the cast cache: an update job takes many optimizer steps inside this one
+    # region, and autocast's cache would keep feeding every later minibatch the bfloat16
+    # copies of the weights as they were at its first forward pass (stale gradients that
+    # overshoot: the critic's values ran away to +-50 within a few updates).
+    return torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False)
 
 
 def heads_in_float32(
