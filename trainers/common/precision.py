@@ -11,7 +11,7 @@ products cost more than they save (a 512-wide body on 2 to 8 rows took 1.6-1.9x 
 AMX CPU; on 64 rows 0.6x, on 256 rows 0.4x).
 
 On CPUs with AMX or AVX-512 BF16 units (and on GPUs), the products of wide layers run several
-times faster: an update of ML-Agents' SoccerTwos POCA config (512 x 2) took 0.52x as long.
+times faster: an update of ML-Agents' SoccerTwos POCA config (512 x 2) took 0.53x as long.
 Elsewhere bfloat16 is emulated and may be slower. A run is not bit-identical to a float32 one;
 ``benchmarks/update_precision.py`` compares both on the same config.
 """
