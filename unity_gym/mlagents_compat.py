@@ -62,12 +62,16 @@ from importlib.machinery import ModuleSpec
 from types import MappingProxyType, ModuleType
 from typing import Final
 
-__all__ = ["ALIASED_MODULES", "MLAGENTS_ENVS_VERSION", "install"]
+__all__ = ["ALIASED_MODULES", "COMPAT_PACKAGE", "MLAGENTS_ENVS_VERSION", "install"]
 
 MLAGENTS_ENVS_VERSION: Final = "1.1.0"
 """``mlagents_envs.__version__``: the official release whose API the aliases mirror."""
 
 _ROOT: Final = "mlagents_envs"
+COMPAT_PACKAGE: Final = "unity_gym.compat"
+"""Where the official modules without a unity_gym counterpart live, in the official layout:
+``mlagents_envs.<path>`` is served from ``unity_gym.compat.<path>`` (its ``__all__``) when that
+module exists."""
 _ORIGIN: Final = "unity_gym.mlagents_compat"
 """``__spec__.origin`` of every alias module; tells ours from the official package's modules."""
 
@@ -280,6 +284,19 @@ def _not_provided_message(fullname: str) -> str:
     )
 
 
+def _compat_name(fullname: str) -> str:
+    """The :mod:`unity_gym.compat` module that mirrors official module ``fullname``."""
+    return COMPAT_PACKAGE + fullname[len(_ROOT) :]
+
+
+def _compat_spec(fullname: str) -> ModuleSpec | None:
+    """The spec of the :mod:`unity_gym.compat` module mirroring ``fullname``, if there is one."""
+    try:
+        return importlib.util.find_spec(_compat_name(fullname))
+    except ModuleNotFoundError:  # a parent package of the mirror does not exist
+        return None
+
+
 def _within(name: str, package: str) -> bool:
     """Whether ``name`` is ``package`` or one of its submodules."""
     return name == package or name.startswith(package + ".")
@@ -290,7 +307,7 @@ def _submodule_getter(package: str) -> Callable[[str], ModuleType]:
 
     def __getattr__(attr: str) -> ModuleType:  # noqa: N807 (the PEP 562 hook's name)
         child = f"{package}.{attr}"
-        if child not in ALIASED_MODULES:
+        if child not in ALIASED_MODULES and _compat_spec(child) is None:
             raise AttributeError(f"module {package!r} has no attribute {attr!r}")
         return importlib.import_module(child)
 
@@ -316,7 +333,15 @@ class _MlagentsEnvsImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 fullname, self, origin=_ORIGIN, is_package=fullname in _PACKAGES
             )
         if _within(fullname, _ROOT):
-            raise ModuleNotFoundError(_not_provided_message(fullname), name=fullname)
+            mirror = _compat_spec(fullname)
+            if mirror is None:
+                raise ModuleNotFoundError(_not_provided_message(fullname), name=fullname)
+            return importlib.util.spec_from_loader(
+                fullname,
+                self,
+                origin=_ORIGIN,
+                is_package=mirror.submodule_search_locations is not None,
+            )
         return None
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
@@ -326,17 +351,23 @@ class _MlagentsEnvsImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         """Fill ``module`` with unity_gym's objects for the names it exports."""
         name = module.__name__
-        exports = _EXPORTS[name]
         namespace = vars(module)
-        for export in exports:
-            namespace[export] = getattr(importlib.import_module(_HOMES[export]), export)
+        if name in ALIASED_MODULES:
+            exports = _EXPORTS[name]
+            for export in exports:
+                namespace[export] = getattr(importlib.import_module(_HOMES[export]), export)
+            home = ALIASED_MODULES[name]
+        else:
+            home = _compat_name(name)
+            implementation = importlib.import_module(home)
+            exports = tuple(implementation.__all__)
+            for export in exports:
+                namespace[export] = getattr(implementation, export)
         namespace["__all__"] = list(exports)
-        namespace["__doc__"] = (
-            f"``{name}`` served by unity_gym.mlagents_compat from {ALIASED_MODULES[name]}."
-        )
+        namespace["__doc__"] = f"``{name}`` served by unity_gym.mlagents_compat from {home}."
         if name == _ROOT:
             namespace["__version__"] = MLAGENTS_ENVS_VERSION
-        if name in _PACKAGES:
+        if module.__spec__ is not None and module.__spec__.submodule_search_locations is not None:
             namespace["__getattr__"] = _submodule_getter(name)
 
 
