@@ -13,10 +13,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import subprocess
 import sys
 import venv
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = [
@@ -96,9 +99,33 @@ def ensure_peer_venv(peer_dir: Path = DEFAULT_PEER_DIR, *, learn: bool = False) 
         PeerUnavailable: if pip cannot install the pinned packages.
     """
     python = peer_python(peer_dir)
-    if not python.exists():
-        venv.EnvBuilder(with_pip=True, clear=True).create(peer_dir)
+    wanted = [_MARKER_ENVS, *([_MARKER_LEARN] if learn else [])]
+    if all((peer_dir / marker).exists() for marker in wanted):
+        return python
+    peer_dir.parent.mkdir(parents=True, exist_ok=True)
+    with _build_lock(peer_dir):
+        return _build(peer_dir, python, learn=learn)
+
+
+@contextmanager
+def _build_lock(peer_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``<peer_dir>.lock`` while the venv is built.
+
+    Several processes (pytest-xdist workers, a benchmark beside the tests) may ask for the venv at
+    once on a fresh clone: one builds, the others wait and then find it ready.
+    """
+    with open(peer_dir.with_name(peer_dir.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build(peer_dir: Path, python: Path, *, learn: bool) -> Path:
+    """The body of :func:`ensure_peer_venv`, run under its lock."""
     if not (peer_dir / _MARKER_ENVS).exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(peer_dir)
         _pip(python, *ENVS_DEPS)
         _pip(python, "--no-deps", "--ignore-requires-python", *OFFICIAL)
         check = subprocess.run(

@@ -3,6 +3,7 @@ the session fixtures of the tests that run the reference peer against built play
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,10 +18,31 @@ from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv  # noqa:
 from unity_gym.player.build import build_executable  # noqa: E402
 from unity_gym.player.scenes import scene_names  # noqa: E402
 
+_PEER_ERROR_VAR = "UNITY_GYM_TESTS_PEER_UNAVAILABLE"
+"""Set by :func:`pytest_configure` when the peer venv could not be built (the reason)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Build the reference peer venv once, before any test runs (the controller process only).
+
+    On a fresh clone the build takes minutes (longer on a loaded machine); inside a test it would
+    count against that test's timeout. xdist workers start after this hook and inherit the
+    outcome: a venv ready to use, or the reason it is unavailable (then peer tests skip).
+    """
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    try:
+        ensure_peer_venv()
+    except PeerUnavailableError as exc:
+        os.environ[_PEER_ERROR_VAR] = str(exc)[-2000:]
+
 
 @pytest.fixture(scope="session")
 def peer_python() -> Path:
     """The official mlagents-envs 1.1.0 interpreter, or a skip if it cannot be built."""
+    reason = os.environ.get(_PEER_ERROR_VAR)
+    if reason:
+        pytest.skip(f"reference peer venv unavailable: {reason}")
     try:
         return ensure_peer_venv()
     except PeerUnavailableError as exc:

@@ -85,12 +85,8 @@ def _message() -> bytes:
     )
 
 
-def test_decoding_matches_the_official_package(tmp_path: Path) -> None:
-    peer_venv = pytest.importorskip("benchmarks.peer_venv")
-    try:
-        python = peer_venv.ensure_peer_venv()
-    except peer_venv.PeerUnavailable as error:
-        pytest.skip(f"reference peer venv unavailable: {error}")
+def test_decoding_matches_the_official_package(tmp_path: Path, peer_python: Path) -> None:
+    python = peer_python
     data = _message()
     (tmp_path / "message.bin").write_bytes(data)
     subprocess.run(
