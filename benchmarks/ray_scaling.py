@@ -190,6 +190,8 @@ def _train(backend: str, steps: int, cluster_address: str | None) -> dict[str, f
             "-m",
             "trainers",
             str(path),
+            "--scene",
+            "3DBall",
             "--num-envs",
             "2",
             "--seed",

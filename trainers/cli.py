@@ -2,8 +2,14 @@
 
 Usage mirrors ``mlagents-learn``::
 
+    unity-train config/3DBall_ppo.yaml --run-id ball  # the Unity Editor: press Play
     unity-train config/3DBall_ppo.yaml --env builds/3DBall --run-id ball --num-envs 4
+    unity-train trainers/configs/3DBall_ppo.yaml --scene 3DBall --run-id ball
     unity-train trainers/configs/CartPole_ppo.yaml --gym-id CartPole-v1 --run-id cp
+
+With no ``--env``, ``--scene`` nor ``--gym-id`` (and none in ``env_settings``), the game is the
+Unity Editor, as with ``mlagents-learn``: the run listens on port 5004 (``--base-port``) and
+trains once Play is pressed (see :mod:`trainers.envs`).
 
 Command-line flags override the file's values (only flags actually given). Exit status: 0 on
 success (also after Ctrl-C, once the models are saved), 2 for configuration or usage errors,
@@ -78,14 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
         argument_default=argparse.SUPPRESS,
     )
     parser.add_argument("config", nargs="?", help="YAML configuration (ML-Agents format).")
-    env = parser.add_mutually_exclusive_group()
+    env = parser.add_argument_group(
+        "environment (one of these)",
+        "Without --env, --scene or --gym-id, unity-train trains in the Unity Editor as "
+        "mlagents-learn does: it listens on port 5004 (or --base-port) and trains once Play is "
+        "pressed in the Editor.",
+    ).add_mutually_exclusive_group()
     env.add_argument(
         "--env",
         dest="env_path",
         metavar="PATH",
         help="Unity build to train on; 'gym:<id>' selects a Gymnasium environment.",
     )
-    env.add_argument("--scene", metavar="NAME", help="Built-in unity_gym scene to train on.")
+    env.add_argument(
+        "--scene", metavar="NAME", help="Built-in unity_gym scene to train on (e.g. 3DBall)."
+    )
     env.add_argument("--gym-id", metavar="ID", help="Gymnasium environment id (e.g. CartPole-v1).")
     parser.add_argument(
         "--run-id", metavar="ID", help="Run name; results go to <results-dir>/<ID>."
@@ -110,12 +123,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--num-envs",
         type=int,
         metavar="N",
-        help="Unity: game processes; Gymnasium: environment copies (default 1).",
+        help="Unity: game processes; Gymnasium: environment copies (default 1; the Unity "
+        "Editor: 1 only).",
     )
     parser.add_argument("--num-areas", type=int, metavar="N", help="Training areas per game.")
     parser.add_argument("--seed", type=int, metavar="S", help="Random seed (-1: random).")
-    parser.add_argument("--base-port", type=int, metavar="P", help="First port for Unity games.")
-    parser.add_argument("--timeout-wait", type=int, metavar="S", help="Seconds to wait for a game.")
+    parser.add_argument(
+        "--base-port",
+        type=int,
+        metavar="P",
+        help="First port for Unity games (default: free ports; the Unity Editor: 5004).",
+    )
+    parser.add_argument(
+        "--timeout-wait",
+        type=int,
+        metavar="S",
+        help="Seconds to wait for a game (also for Play in the Unity Editor; default 60).",
+    )
     parser.add_argument("--max-lifetime-restarts", type=int, metavar="N")
     parser.add_argument("--restarts-rate-limit-n", type=int, metavar="N")
     parser.add_argument("--restarts-rate-limit-period-s", type=int, metavar="S")

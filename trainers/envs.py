@@ -5,6 +5,8 @@ reachable through ``gymnasium.make_vec`` can be trained:
 
 * a plain Gymnasium id (``--gym-id CartPole-v1`` or ``--env gym:CartPole-v1``):
   ``num_envs`` synchronous copies with same-step autoreset;
+* the Unity Editor (no ``--env``, ``--scene`` nor ``--gym-id``), as ``mlagents-learn``: see
+  "The Unity Editor" below;
 * a Unity game with one behavior (``--env path/to/build`` or ``--scene 3DBall``):
   ``gymnasium.make_vec("unity_gym:Unity-v0", num_envs=None, num_processes=N, ...)`` through the
   id's vector entry point, whose slots are every agent of every game process (``--num-envs`` is
@@ -21,6 +23,21 @@ reachable through ``gymnasium.make_vec`` can be trained:
   A built-in scene then holds one training area per game process (the PettingZoo env's default)
   times ``--num-areas``: a PettingZoo episode lasts until every agent of the game has finished, so
   one area per game keeps agents from idling while other areas finish.
+
+The Unity Editor. With no environment selected, the run waits for the Unity Editor as
+``mlagents-learn`` does (its ``learn.py`` passes ``file_name=None`` and no port, so the Editor
+connects on 5004): ``GameSettings(editor=True)`` makes the game
+``UnityEnvironment(file_name=None, base_port=...)``, listening on ``env_settings.base_port``
+(default 5004) until Play is pressed or ``timeout_wait`` seconds passed
+(:func:`editor_listening_line` is the one line logged meanwhile; :func:`editor_timeout_message`
+the error after the wait). The Editor is one connection, opened once: the single-behavior path
+(the vector env, one game, ``num_envs`` must be 1) trains it. A scene with several behaviors
+would need the PettingZoo envs, which open their own connection (a second Play press, and each
+front refuses the other's game), so it is refused with :class:`EnvironmentSetupError`, which
+says to build the scene and train the build (``--env PATH``), where each game is launched as
+many times as needed. If the Editor's connection is lost (Play stopped), the vector env's restart
+waits on the same port for Play again, within the restart limits below, and says so when the wait
+begins.
 
 Through the vector env and through the PettingZoo envs, a Unity game that crashes or stops
 answering is restarted with the same settings within the run's ``env_settings`` limits
@@ -44,14 +61,17 @@ from pettingzoo import ParallelEnv
 from trainers.game_fronts import close_all
 from trainers.ray_cluster import RayCluster, connect_ray
 from trainers.settings import ConfigError, RunOptions
-from unity_gym.exceptions import UnityMultipleBehaviorsException
+from unity_gym.exceptions import UnityMultipleBehaviorsException, UnityTimeOutException
 
 __all__ = [
+    "EDITOR_DESCRIPTION",
     "EMBEDDED_DEFAULT_SCENE",
     "SINGLE_GAME_BACKEND",
     "EnvironmentSetupError",
     "ParallelTrainingEnvironment",
     "TrainingEnvironment",
+    "editor_listening_line",
+    "editor_timeout_message",
     "make_training_env",
 ]
 
@@ -70,7 +90,32 @@ game has nothing to overlap with, so its worker runs as a thread, sparing a proc
 step."""
 
 EMBEDDED_DEFAULT_SCENE = "3DBall"
-"""The built-in scene trained when no environment is selected (``Unity-v0``'s default game)."""
+"""The built-in scene suggested to train without the Unity Editor (``Unity-v0``'s default game)."""
+
+EDITOR_DESCRIPTION = "the Unity Editor"
+""":attr:`TrainingEnvironment.description` of a run in the Unity Editor (in the start lines)."""
+
+_WITHOUT_EDITOR = (
+    f"to train without the Editor, pass --scene {EMBEDDED_DEFAULT_SCENE} for the built-in game or "
+    "--env PATH for a Unity build"
+)
+
+
+def editor_listening_line(port: int) -> str:
+    """The one line logged while the run waits for the Unity Editor on ``port``."""
+    return (
+        f"Listening on port {port} for the Unity Editor: press Play in the Unity Editor to start "
+        f"training ({_WITHOUT_EDITOR})."
+    )
+
+
+def editor_timeout_message(port: int, timeout_wait: float) -> str:
+    """The error when nothing connected to ``port`` within ``timeout_wait`` seconds."""
+    return (
+        f"nothing connected on port {port} within {timeout_wait:g} s (--timeout-wait): press "
+        f"Play in the Unity Editor once unity-train says it is listening, or raise "
+        f"--timeout-wait ({_WITHOUT_EDITOR})."
+    )
 
 
 @dataclass
@@ -138,16 +183,20 @@ def make_training_env(
 ) -> TrainingEnvironment | ParallelTrainingEnvironment:
     """Create the environment selected by ``options.env_settings``.
 
-    With nothing selected, the embedded default game is used: the built-in
-    :data:`EMBEDDED_DEFAULT_SCENE` scene (where ``mlagents-learn`` would wait for the Editor).
-    A Unity game with several behaviors gives a :class:`ParallelTrainingEnvironment` (module
-    documentation), everything else a :class:`TrainingEnvironment`.
+    With nothing selected, the game is the Unity Editor: this logs
+    :func:`editor_listening_line` and blocks until Play is pressed (module documentation, "The
+    Unity Editor"). A Unity game with several behaviors gives a
+    :class:`ParallelTrainingEnvironment` (module documentation), everything else a
+    :class:`TrainingEnvironment`.
 
     ``env_params`` are the environment parameters the games start with (the current lessons of
     a curriculum); None: ``options.env_params()``.
 
     Raises:
-        EnvironmentSetupError: the environment could not be created.
+        EnvironmentSetupError: the environment could not be created (also: a scene with several
+            behaviors in the Unity Editor).
+        UnityTimeOutException: the Unity Editor did not connect within ``timeout_wait``
+            (the message is :func:`editor_timeout_message`).
     """
     env_settings = options.env_settings
     if env_settings.gym_id is not None and env_settings.backend is not None:
@@ -158,13 +207,6 @@ def make_training_env(
         )
     if env_settings.gym_id is not None:
         return _make_gymnasium_env(env_settings.gym_id, env_settings.num_envs, options)
-    if env_settings.env_path is None and env_settings.scene is None:
-        logger.info(
-            "No environment selected (--env, --scene or --gym-id): training on the embedded "
-            "default game, the built-in %s scene.",
-            EMBEDDED_DEFAULT_SCENE,
-        )
-        env_settings.scene = EMBEDDED_DEFAULT_SCENE
     return _make_unity_env(options, seed, log_folder, env_params)
 
 
@@ -218,14 +260,16 @@ def _make_unity_env(
         "num_areas": env_settings.num_areas,
         "log_folder": str(log_folder),
     }
-    if env_settings.env_args:
+    if env_settings.env_args and not env_settings.uses_editor:
         kwargs["additional_args"] = list(env_settings.env_args)
     if env_settings.env_path is not None:
         kwargs["file_name"] = env_settings.env_path
         what = f"Unity build {env_settings.env_path}"
-    else:
+    elif env_settings.scene is not None:
         kwargs["scene"] = env_settings.scene
         what = f"built-in scene {env_settings.scene}"
+    else:
+        return _make_editor_env(options, kwargs)
     processes = env_settings.num_envs
     restart_limits: dict[str, Any] = {
         "max_lifetime_restarts": env_settings.max_lifetime_restarts,
@@ -242,6 +286,66 @@ def _make_unity_env(
         if cluster is not None:
             cluster.close()
         raise
+
+
+def _make_editor_env(options: RunOptions, kwargs: dict[str, Any]) -> TrainingEnvironment:
+    """The Unity Editor's game as a one-game vector env (module documentation).
+
+    ``kwargs`` are the game keywords of :func:`_make_unity_env` (without a build or scene).
+    """
+    from unity_gym.environment import UnityEnvironment
+
+    env_settings = options.env_settings
+    if env_settings.num_envs != 1 or env_settings.backend == "ray":  # settings check these
+        raise EnvironmentSetupError(
+            "the Unity Editor is one game on this machine: use --num-envs 1."
+        )
+    if env_settings.env_args:
+        logger.warning(
+            "--env-args %s ignored: they are passed to a launched build, and the Unity Editor "
+            "is not launched.",
+            " ".join(env_settings.env_args),
+        )
+    port = env_settings.base_port or UnityEnvironment.DEFAULT_EDITOR_PORT
+    game = dict(kwargs, editor=True, base_port=port)
+    restart_limits: dict[str, Any] = {
+        "max_lifetime_restarts": env_settings.max_lifetime_restarts,
+        "restarts_rate_limit_n": env_settings.restarts_rate_limit_n,
+        "restarts_rate_limit_period_s": env_settings.restarts_rate_limit_period_s,
+    }
+    logger.info("%s", editor_listening_line(port))
+    try:
+        env = gymnasium.make_vec(
+            UNITY_ENV_ID,
+            num_envs=None,  # type: ignore[arg-type]  # slots = all agents of the Editor's scene
+            num_processes=1,
+            backend=env_settings.backend or SINGLE_GAME_BACKEND,
+            autoreset_mode=AutoresetMode.SAME_STEP,
+            **restart_limits,
+            **game,
+        )
+    except UnityTimeOutException as exc:
+        if "nothing connected to port" not in str(exc):
+            raise  # connected, then stopped answering: the bridge's own message says how
+        raise UnityTimeOutException(
+            editor_timeout_message(port, env_settings.timeout_wait)
+        ) from None
+    except UnityMultipleBehaviorsException as exc:
+        raise EnvironmentSetupError(
+            f"the scene playing in the Unity Editor has several behaviors "
+            f"({', '.join(exc.behavior_names) or exc}). unity-train "
+            "trains several behaviors through PettingZoo envs, which need a game they launch "
+            "themselves, so it cannot train them over the Editor's single connection. Build the "
+            "scene (File > Build Settings) and train the build with --env PATH (--num-envs N "
+            "runs several copies), or keep one behavior in the Editor's scene."
+        ) from None
+    except gymnasium.error.Error as exc:
+        raise EnvironmentSetupError(f"cannot train in {EDITOR_DESCRIPTION}: {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise EnvironmentSetupError(f"invalid settings for {EDITOR_DESCRIPTION}: {exc}") from exc
+    reported = _reported_behavior_name(env)
+    candidates = [reported.split("?team=")[0], reported] if reported else []
+    return TrainingEnvironment(env, list(dict.fromkeys(candidates)), EDITOR_DESCRIPTION)
 
 
 def _make_unity_env_on(

@@ -32,7 +32,14 @@ class UnityMultipleBehaviorsException(UnityEnvironmentException):
 
     Choose one with ``behavior_name=...``, or drive them all through
     :mod:`unity_gym.pettingzoo`.
+
+    Attributes:
+        behavior_names: the game's behavior names (sorted), when the raiser knew them.
     """
+
+    def __init__(self, message: str, behavior_names: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.behavior_names = tuple(behavior_names)
 
 
 class UnityCommunicationException(UnityException):

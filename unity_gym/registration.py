@@ -4,7 +4,7 @@
 
 * ``Unity-v0`` (:data:`DEFAULT_ENV_ID`): by default the built-in ``3DBall`` scene with a single
   training area (one agent); ``file_name=`` points it at a real Unity build, ``scene=`` at another
-  built-in scene;
+  built-in scene, ``editor=True`` at the Unity Editor (wait for Play to be pressed);
 * ``Unity-<scene>-v0`` (:func:`scene_env_id`) for every scene of the headless player's registry
   (``Unity-3DBall-v0``, ``Unity-Basic-v0``, ``Unity-Stress-v0``, ...).
 
@@ -19,7 +19,9 @@ the bridge. A built-in scene is started exactly like a Unity build: the headless
 launcher (:func:`unity_gym.player.build.build_executable`) is written once into a per-user cache
 directory (:func:`builtin_executable`; rewritten when stale) and handed to
 ``UnityEnvironment(file_name=...)``, with the scene's player arguments (``--num-agents``,
-``--option``) in ``additional_args``.
+``--option``) in ``additional_args``. The Unity Editor (``GameSettings(editor=True)``) is not
+launched: ``UnityEnvironment(file_name=None)`` listens on ``base_port`` (default 5004) until Play
+is pressed.
 
 This module is imported by ``import unity_gym``: heavy modules (the bridge, gRPC) are imported
 only when a game is launched.
@@ -275,12 +277,21 @@ _ENGINE_FIELDS = (
 class GameSettings:
     """The keywords that describe one game process, shared by every front.
 
-    Exactly one of ``file_name`` and ``scene`` may be given; with neither, the built-in
-    :data:`DEFAULT_SCENE` is used.
+    At most one of ``file_name``, ``scene`` and ``editor=True`` may be given; with none of them,
+    the built-in :data:`DEFAULT_SCENE` is used (so ``gymnasium.make("Unity-v0")`` plays 3DBall).
+
+    The Unity Editor is an explicit choice, ``editor=True``, as ``mlagents-learn`` without
+    ``--env`` (mlagents' ``learn.py`` passes ``file_name=None`` and no port, so
+    ``UnityEnvironment`` waits on port 5004): :meth:`launch` then starts nothing and
+    ``UnityEnvironment(file_name=None, base_port=base_port)`` waits up to ``timeout_wait``
+    seconds for Play to be pressed (``base_port`` None: 5004). The Editor is one game on one
+    port: ``worker_id`` must stay 0, and it takes no command-line arguments (``additional_args``)
+    nor scene settings (``scene_options``, ``num_agents``).
 
     Attributes:
         file_name: path of a Unity build (as for ``UnityEnvironment``).
         scene: name of a built-in scene of the headless player.
+        editor: True: the game is the Unity Editor, which connects when Play is pressed.
         no_graphics: pass ``-nographics -batchmode`` (the player is always headless; a real
             Unity build then renders no camera images).
         width: screen width (EngineConfigurationChannel; must come with ``height``).
@@ -329,6 +340,7 @@ class GameSettings:
     log_folder: str | os.PathLike[str] | None = None
     scene_options: Mapping[str, object] | None = field(default=None)
     num_agents: int | None = None
+    editor: bool = False
 
     def __post_init__(self) -> None:
         if self.file_name is not None and self.scene is not None:
@@ -347,7 +359,9 @@ class GameSettings:
                 f"{self.additional_args!r}; split it, e.g. additional_args=['--flag', 'value']."
             )
         object.__setattr__(self, "additional_args", tuple(str(a) for a in self.additional_args))
-        if self.scene is None and self.file_name is None:
+        if self.editor:
+            self._check_editor()
+        if self.scene is None and self.file_name is None and not self.editor:
             object.__setattr__(self, "scene", DEFAULT_SCENE)
         if self.scene is not None:
             object.__setattr__(self, "scene", _canonical_scene(self.scene))
@@ -361,6 +375,32 @@ class GameSettings:
             )
         for key, value in (self.env_params or {}).items():
             _check_env_param(key, value)
+
+    def _check_editor(self) -> None:
+        """Reject settings that cannot apply to the Unity Editor (``editor=True``)."""
+        if self.editor is not True:
+            raise ValueError(f"editor must be True or False, got {self.editor!r}.")
+        if self.file_name is not None or self.scene is not None:
+            raise ValueError(
+                "editor=True connects to the Unity Editor; it cannot be combined with "
+                f"file_name={self.file_name!r} or scene={self.scene!r}. Give one of them."
+            )
+        if self.scene_options or self.num_agents is not None:
+            raise ValueError(
+                "scene_options and num_agents only apply to built-in scenes, not to the Unity "
+                "Editor (editor=True); set the scene up in the Editor, or use num_areas."
+            )
+        if self.additional_args:
+            raise ValueError(
+                "additional_args are command-line arguments of a launched build; the Unity "
+                "Editor (editor=True) is not launched, so it cannot take "
+                f"{list(self.additional_args)!r}. Remove them."
+            )
+        if self.worker_id != 0:
+            raise ValueError(
+                f"worker_id must be 0 with the Unity Editor (editor=True), got {self.worker_id}: "
+                "the Editor is a single game on one port; choose the port with base_port."
+            )
 
     @property
     def is_builtin(self) -> bool:
@@ -390,8 +430,11 @@ class GameSettings:
             args += ["--option", f"{key}={text}"]
         return args + list(self.additional_args)
 
-    def executable(self) -> str | os.PathLike[str]:
-        """The build to launch: ``file_name`` or the cached launcher of the built-in scene."""
+    def executable(self) -> str | os.PathLike[str] | None:
+        """The build to launch: ``file_name`` or the cached launcher of the built-in scene;
+        None for the Unity Editor (nothing is launched)."""
+        if self.editor:
+            return None
         if self.scene is not None:
             return builtin_executable(self.scene)
         assert self.file_name is not None
@@ -410,7 +453,13 @@ class GameSettings:
                 create).
 
         Returns:
-            The bridge, connected (handshake done) but not yet reset.
+            The bridge, connected (handshake done) but not yet reset. With ``editor=True`` this
+            blocks until Play is pressed in the Unity Editor.
+
+        Raises:
+            UnityTimeOutException: nothing connected within ``timeout_wait`` (e.g. Play was not
+                pressed in the Editor).
+            UnityWorkerInUseException: the port is taken.
         """
         from unity_gym.environment import UnityEnvironment
         from unity_gym.side_channels.engine_configuration_channel import (
@@ -437,8 +486,9 @@ class GameSettings:
         engine.set_configuration_parameters(**{f: getattr(self, f) for f in _ENGINE_FIELDS})
         for key, value in (self.env_params or {}).items():
             apply_env_param(parameters, key, value, self.seed)
+        executable = self.executable()
         return UnityEnvironment(
-            file_name=str(self.executable()),
+            file_name=None if executable is None else str(executable),
             worker_id=self.worker_id,
             base_port=self.base_port,
             seed=self.seed,

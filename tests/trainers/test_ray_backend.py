@@ -107,6 +107,8 @@ def test_games_spread_over_nodes_and_survive_a_lost_node(
         "-m",
         "trainers",
         str(_short_config(tmp_path, max_steps=36000)),
+        "--scene",
+        "3DBall",
         "--num-envs",
         "2",
         "--backend",
@@ -164,8 +166,8 @@ def test_a_missing_ray_is_a_clear_error(tmp_path: Path) -> None:
     script = (
         "import sys; sys.modules['ray'] = None\n"  # what an environment without Ray sees
         "from trainers.cli import main\n"
-        f"sys.exit(main([{str(CONFIG)!r}, '--backend', 'ray', '--results-dir', "
-        f"{str(tmp_path / 'results')!r}]))\n"
+        f"sys.exit(main([{str(CONFIG)!r}, '--scene', '3DBall', '--backend', 'ray', "
+        f"'--results-dir', {str(tmp_path / 'results')!r}]))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],

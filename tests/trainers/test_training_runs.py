@@ -378,8 +378,12 @@ def test_config_errors_exit_with_a_message(
     assert "NoSuchEnv-v0" in capsys.readouterr().err
 
 
-def test_no_environment_selected_trains_the_embedded_default_scene(tmp_path: Path) -> None:
-    options = parse_run_options({"behaviors": {}})
+def test_the_suggested_default_scene_trains(tmp_path: Path) -> None:
+    # no environment now means the Unity Editor (test_editor_mode.py); the built-in default
+    # scene the Editor's advice names is selected with --scene
+    options = parse_run_options(
+        {"behaviors": {}, "env_settings": {"scene": EMBEDDED_DEFAULT_SCENE}}
+    )
     training_env = make_training_env(options, seed=0, log_folder=tmp_path)
     try:
         assert training_env.description == f"built-in scene {EMBEDDED_DEFAULT_SCENE}"

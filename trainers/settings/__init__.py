@@ -14,7 +14,8 @@ The accepted layout is the one ``mlagents-learn`` reads::
 
 Some keys are extensions of this project: ``env_settings.gym_id`` (a plain Gymnasium id),
 ``env_settings.scene`` (a built-in scene of ``unity_gym``'s player) and ``env_settings.backend``
-with its Ray options (where games run, :class:`EnvironmentSettings`).
+with its Ray options (where games run, :class:`EnvironmentSettings`). With none of
+``env_path``, ``scene`` and ``gym_id`` the game is the Unity Editor, as in ML-Agents.
 
 Every error is a :class:`ConfigError` whose message starts with the dotted path of the offending
 key (``behaviors.3DBall.hyperparameters.batchsize: unknown key; did you mean batch_size?``).

@@ -33,9 +33,18 @@ Precision = Literal["float32", "bf16-mixed"]
 class EnvironmentSettings:
     """Which environment to train on and how to launch it.
 
-    Exactly one of ``env_path`` (a Unity build; ``gym:<id>`` selects a Gymnasium id), ``scene``
+    At most one of ``env_path`` (a Unity build; ``gym:<id>`` selects a Gymnasium id), ``scene``
     (a built-in ``unity_gym`` scene) or ``gym_id`` (a Gymnasium id) selects the environment.
-    ``base_port`` ``None`` (unlike ML-Agents' fixed 5005) lets every game pick a free port.
+    With none of them the game is the Unity Editor (:attr:`uses_editor`), as in
+    ``mlagents-learn`` without ``--env``: training starts when Play is pressed. ``base_port``
+    ``None`` (unlike ML-Agents' fixed 5005) lets every game pick a free port, and makes the Editor
+    connect on 5004 (ML-Agents always uses 5004 for the Editor; here ``base_port`` may choose
+    another port).
+
+    The Editor is one game: ``num_envs`` above 1 is an error, as in ML-Agents 1.1.0, whose
+    ``EnvironmentSettings`` refuses ``num_envs > 1`` when ``env_path`` is not set ("num_envs must
+    be 1 if env_path is not set."). It connects to this machine, so ``backend: ray`` (games
+    anywhere in a cluster) is refused too.
 
     ``backend`` (an extension of this project) says where each Unity game and its worker run:
     ``subprocess`` (a worker process per game), ``inprocess`` (a thread per game) or ``ray``
@@ -60,6 +69,11 @@ class EnvironmentSettings:
     ray_address: str | None = None
     ray_game_cpus: float = 1.0
     ray_game_resources: dict[str, float] | None = None
+
+    @property
+    def uses_editor(self) -> bool:
+        """Whether the game is the Unity Editor: no ``env_path``, ``scene`` nor ``gym_id``."""
+        return self.env_path is None and self.scene is None and self.gym_id is None
 
     def _validate(self, path: str) -> None:
         _check_positive(path, "num_envs", self.num_envs)
@@ -102,6 +116,26 @@ class EnvironmentSettings:
             raise ConfigError(
                 f"{path}: {' and '.join(chosen)} are both set; choose one environment "
                 "(--env PATH, --scene NAME or --gym-id ID)."
+            )
+        if self.uses_editor:
+            self._validate_editor(path)
+
+    def _validate_editor(self, path: str) -> None:
+        """The checks of a run that trains in the Unity Editor (class documentation)."""
+        if self.num_envs > 1:
+            raise ConfigError(
+                f"{path}.num_envs: {self.num_envs} games cannot run in the Unity Editor, which "
+                "is one game (no --env, --scene or --gym-id selects the Editor; as mlagents-learn "
+                "says: num_envs must be 1 if env_path is not set). Use --num-envs 1 with the "
+                "Editor, or train several games of a build (--env PATH --num-envs N) or of a "
+                "built-in scene (--scene 3DBall --num-envs N)."
+            )
+        if self.backend == "ray":
+            raise ConfigError(
+                f"{path}.backend: 'ray' runs games anywhere in a Ray cluster, but the Unity "
+                "Editor connects to this machine (no --env, --scene or --gym-id selects the "
+                "Editor). Remove --backend ray, or train a build (--env PATH) or a built-in "
+                "scene (--scene NAME) on Ray."
             )
 
 

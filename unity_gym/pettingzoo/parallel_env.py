@@ -97,6 +97,7 @@ from unity_gym.vector.faults import (
     RestartPolicy,
     RestartTracker,
     describe_game_failure,
+    editor_wait_message,
 )
 
 if TYPE_CHECKING:
@@ -567,6 +568,8 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                 self._settings.seed,
                 fault.error,
             )
+            if self._settings.editor:
+                logger.warning("%s", editor_wait_message(self._settings, reason))
             try:
                 self._launch(self._settings)
             except _GameFailedError as again:

@@ -11,10 +11,20 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from unity_gym.exceptions import UnityEnvironmentException, UnityTimeOutException
 
-__all__ = ["RestartLimitError", "RestartPolicy", "RestartTracker", "describe_game_failure"]
+if TYPE_CHECKING:
+    from unity_gym.registration import GameSettings
+
+__all__ = [
+    "RestartLimitError",
+    "RestartPolicy",
+    "RestartTracker",
+    "describe_game_failure",
+    "editor_wait_message",
+]
 
 
 class RestartLimitError(UnityEnvironmentException):
@@ -119,3 +129,23 @@ def describe_game_failure(error: BaseException, timeout_wait: float) -> str:
         return f"stopped answering (no message within timeout_wait={timeout_wait:g} s)"
     first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
     return f"crashed ({first_line})"
+
+
+def editor_wait_message(settings: GameSettings, reason: str) -> str:
+    """What to tell the user when the Unity Editor's game (``settings.editor``) is restarted.
+
+    A restart of the Editor's game launches nothing: it waits (up to ``timeout_wait``) on the
+    same port for Play to be pressed again, so the user has to be told before the wait starts.
+
+    Args:
+        settings: the game's settings (``editor=True``).
+        reason: what happened, from :func:`describe_game_failure`.
+    """
+    from unity_gym.environment import UnityEnvironment
+
+    port = settings.base_port or UnityEnvironment.DEFAULT_EDITOR_PORT
+    return (
+        f"The Unity Editor's game {reason} (Play stopped, or the Editor closed). Listening on "
+        f"port {port} again: press Play in the Unity Editor within {settings.timeout_wait:g} s "
+        "to go on training."
+    )

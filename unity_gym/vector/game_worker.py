@@ -51,6 +51,7 @@ from unity_gym.vector.faults import (
     RestartPolicy,
     RestartTracker,
     describe_game_failure,
+    editor_wait_message,
 )
 from unity_gym.vector.messages import (
     GameDescription,
@@ -118,7 +119,8 @@ def select_behavior(available: list[str], requested: str | None) -> str:
         )
     raise UnityMultipleBehaviorsException(
         f"The game has several behaviors {sorted(available)}; pass behavior_name=... to choose "
-        "whose agents become the vector env's slots (unity_gym.pettingzoo drives all of them)."
+        "whose agents become the vector env's slots (unity_gym.pettingzoo drives all of them).",
+        tuple(sorted(available)),
     )
 
 
@@ -575,6 +577,9 @@ class GameWorker:
                 )
             )
             self._close_env()
+            if self.config.settings.editor:
+                # Said now, not with the reply: the relaunch below waits for Play in the Editor.
+                logger.warning("%s", editor_wait_message(self.config.settings, reason))
             if during_step:
                 running = slots.begin_restart()
                 if self.config.autoreset_mode is AutoresetMode.SAME_STEP:
