@@ -9,6 +9,7 @@ Gymnasium run whose reward needs the right discrete choice, which the exported m
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -170,10 +171,21 @@ def test_sac_learns_stress_with_hybrid_actions_and_exports_both_parts(
         np.testing.assert_array_equal(outputs[key], [[2, 0]] * 4)
 
 
-def test_sac_with_memory_trains_hybrid_actions(run_train: RunTrain) -> None:
+def test_sac_with_memory_trains_hybrid_actions_and_resumes(run_train: RunTrain) -> None:
     behavior = _hybrid_behavior(max_steps=400, summary_freq=200)
+    behavior["hyperparameters"]["save_replay_buffer"] = True
     behavior["network_settings"]["memory"] = {"sequence_length": 4, "memory_size": 8}
     run = run_train({"behaviors": {"Stress": behavior}}, *STRESS_ARGS)
+    # the replay holds both parts of the actions: "action" continuous, "discrete_action"
+    replay = torch.load(run / "Stress" / "replay_buffer.pt", weights_only=True)
+    assert replay["action"].dtype == torch.float32 and replay["action"].shape[-1] == 2
+    assert replay["discrete_action"].dtype == torch.int64
+    assert replay["discrete_action"].shape[-1] == 2
+    # resumed: the coefficients, the Q networks and the replay load and training goes on
+    behavior["max_steps"] = 600
+    run_train({"behaviors": {"Stress": behavior}}, "--resume", *STRESS_ARGS)
+    status = json.loads((run / "run_logs" / "training_status.json").read_text())
+    assert status["Stress"]["final_checkpoint"]["steps"] == 600
     scalars = tensorboard_scalars(run / "Stress")
     assert "Policy/Discrete Entropy Coeff" in scalars
     assert "Policy/Continuous Entropy Coeff" in scalars
