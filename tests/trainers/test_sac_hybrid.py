@@ -3,7 +3,8 @@
 The entropy coefficients and targets and the soft value formula on hand-checked numbers; a
 real-player run on the built-in Stress scene with 2 continuous actions and discrete branches
 3 and 2 (action masks on) that learns the rewarded continuous action, trains every entropy
-coefficient and exports an ONNX model with both parts; the same with an LSTM (memory); and a
+coefficient and exports an ONNX model with both parts; the same with an LSTM (memory), saving
+both action parts in the replay and resuming; and a
 Gymnasium run whose reward needs the right discrete choice, which the exported model learns.
 """
 
