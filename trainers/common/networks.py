@@ -415,11 +415,13 @@ class ValueNetwork(nn.Module):
 class QNetwork(nn.Module):
     """Action-value critic for SAC, one output stream per reward signal on a shared body.
 
-    Continuous actions are inputs (``Q(s, a)``); for discrete actions every stream outputs one
-    value per choice of every branch. ``head`` is the extrinsic stream; ``signal_heads``
-    (``streams - 1`` of them, Glorot-uniform like ``head``) are the other signals' streams, in
-    the trainer's signal order (ML-Agents' SAC Q networks have one output per reward stream).
-    Shapes with one stream: ``(n,)`` continuous, ``(n, sum(branches))`` discrete; with several:
+    Continuous actions are inputs (``Q(s, a)``); with discrete actions every stream outputs one
+    value per choice of every branch. Hybrid actions combine both, as ML-Agents' SAC Q networks
+    do (continuous actions in, ``sum(branches)`` values out): ``Q(s, a_c)`` per discrete choice.
+    ``head`` is the extrinsic stream; ``signal_heads`` (``streams - 1`` of them, Glorot-uniform
+    like ``head``) are the other signals' streams, in the trainer's signal order (ML-Agents' SAC
+    Q networks have one output per reward stream). Shapes with one stream: ``(n,)`` continuous
+    only, ``(n, sum(branches))`` with discrete actions (discrete or hybrid); with several:
     ``(n, streams)`` and ``(n, streams, sum(branches))``.
 
     With ``network_settings.memory`` an LSTM follows the body (as in ML-Agents' SAC Q
@@ -435,12 +437,15 @@ class QNetwork(nn.Module):
         streams: int = 1,
     ) -> None:
         super().__init__()
+        #: Whether continuous actions are inputs.
         self.continuous = action_layout.has_continuous
+        #: Whether the outputs are one value per discrete choice (else one value per stream).
+        self.discrete = action_layout.has_discrete
         self.encoder = ObservationEncoder(layout, settings, normalizer)
         extra = action_layout.continuous_size if self.continuous else 0
         self.body = Body(self.encoder.output_size + extra, settings, self.encoder.goal_size)
         self.memory = build_memory(settings)
-        outputs = 1 if self.continuous else action_layout.discrete_size
+        outputs = action_layout.discrete_size if self.discrete else 1
         size = _head_input_size(settings)
         self.head = _value_head(size, outputs)
         self.signal_heads = nn.ModuleList([_value_head(size, outputs) for _ in range(streams - 1)])
@@ -487,7 +492,7 @@ class QNetwork(nn.Module):
         values = self.head(hidden)
         if len(self.signal_heads):
             values = torch.stack([values, *(head(hidden) for head in self.signal_heads)], dim=1)
-        return values.squeeze(-1) if self.continuous else values
+        return values if self.discrete else values.squeeze(-1)
 
 
 def make_adam(

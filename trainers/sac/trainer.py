@@ -7,6 +7,30 @@ sampling; one entropy coefficient per branch with target ``0.2 * log(branch_size
 scale). Action masks are stored with each transition and applied to both the current and the
 next state's policy.
 
+Hybrid actions (continuous and discrete at once) combine both in one code path, of which the
+two kinds above are the special cases. Facts followed from ML-Agents' SAC
+(``TorchSACOptimizer``): the Q networks take the continuous action as input and output one
+value per choice of every discrete branch; one entropy coefficient for the continuous part
+(target ``-1.0 * continuous_size``) and one per branch (target ``0.2 * log(branch_size)``), all
+starting at ``init_entcoef`` and trained by one Adam optimizer; the Q loss regresses the values
+of the taken discrete choices at the replayed continuous action; the policy loss sums the
+discrete part ``sum_b sum_i p_bi * (alpha_b * log p_bi - Q_bi)`` and the continuous part
+``alpha_c * log pi(a_c) - sum_b sum_i p_bi * Q_bi``, with ``Q`` at a reparameterized continuous
+sample ``a_c``; the entropy loss sums ``-log alpha_c * (log pi(a_c) + target_c)`` and per branch
+``-log alpha_b * (sum_i p_bi * log p_bi + target_b)`` (ML-Agents averages the branches' terms;
+each coefficient has its own Adam moments, so this only rescales gradients that Adam normalizes);
+both ``Policy/Continuous Entropy Coeff``
+and ``Policy/Discrete Entropy Coeff`` (the branches' mean) are reported. The soft value of a
+state is the mean over branches of ``sum_i p_bi * (Q_bi - alpha_b * log p_bi)`` minus
+``alpha_c * log pi(a_c)`` at a sampled ``a_c``. Differences: as for discrete actions alone,
+``min(Q1, Q2)`` is taken per choice (ML-Agents takes it after the expectation over the
+branches) and each branch's taken-choice value regresses to the target on its own (ML-Agents
+regresses their mean); the policy reads ``min(Q1, Q2)`` (ML-Agents: ``Q1``); and the soft value
+subtracts the continuous entropy term (ML-Agents' hybrid value backup adds
+``alpha_c * log pi(a_c)``, the opposite sign of its continuous-only backup and of the soft
+value's definition). The replay holds hybrid actions as ``action`` (continuous) and
+``discrete_action``.
+
 Update schedule (ML-Agents semantics): once ``buffer_init_steps`` agent steps are collected and
 the buffer holds a batch, ``update_count`` follows ``(step - buffer_init_steps) /
 steps_per_update``. One update: critic regression to
@@ -46,6 +70,7 @@ statistic. The reward signals are memoryless and read the sequences' real steps.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Callable
@@ -68,7 +93,6 @@ from trainers.common.networks import (
     polyak_update,
 )
 from trainers.common.schedules import Schedule
-from trainers.common.spaces import UnsupportedSpaceError
 from trainers.common.trainer import CheckpointMismatchError, Trainer, TrainerContext
 from trainers.env_manager import BehaviorStep, PolicyDecision
 from trainers.imitation import build_behavioral_cloning
@@ -94,6 +118,9 @@ Q_NETWORKS = ("q1", "q2", "q1_target", "q2_target")
 SEQUENCE_KEYS = ("real", "memory")
 # Replay buffers saved before the reward signals held the extrinsic reward times its strength.
 LEGACY_REWARD_KEY = "reward"
+# The update statistics before the streams' values: Q1, Q2 and policy losses, entropy, the
+# continuous and the (mean) discrete entropy coefficients.
+STAT_COLUMNS = 6
 
 
 def _minimize(optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
@@ -231,11 +258,6 @@ class SACTrainer(Trainer):
         assert isinstance(hyper, SACHyperparameters)
         self.hyper = hyper
         actions = context.action_layout
-        if actions.has_continuous and actions.has_discrete:
-            raise UnsupportedSpaceError(
-                f"behavior {context.behavior_name}: SAC with hybrid (continuous + discrete) "
-                "actions is not supported yet; use trainer_type: ppo for this behavior."
-            )
         self.continuous = actions.has_continuous
         net = self.settings.network_settings
         layout = context.observation_layout
@@ -257,16 +279,23 @@ class SACTrainer(Trainer):
         for target in (self.q1_target, self.q2_target):
             target.requires_grad_(False)
         branches = list(actions.discrete_branches)
-        entropy_terms = 1 if self.continuous else len(branches)
-        self.log_alpha = nn.Parameter(
-            torch.full((entropy_terms,), math.log(hyper.init_entcoef), device=device)
-        )
+        # The entropy coefficients: the continuous one first (when there are continuous
+        # actions), then one per discrete branch; each with its target entropy.
+        entropy_targets: list[float] = []
         if self.continuous:
-            entropy_targets = [-CONTINUOUS_TARGET_ENTROPY_SCALE * actions.continuous_size]
-        else:
-            entropy_targets = [DISCRETE_TARGET_ENTROPY_SCALE * math.log(b) for b in branches]
+            entropy_targets.append(-CONTINUOUS_TARGET_ENTROPY_SCALE * actions.continuous_size)
+        entropy_targets += [DISCRETE_TARGET_ENTROPY_SCALE * math.log(b) for b in branches]
+        self.log_alpha = nn.Parameter(
+            torch.full((len(entropy_targets),), math.log(hyper.init_entcoef), device=device)
+        )
         self.target_entropy = torch.tensor(entropy_targets, dtype=torch.float32, device=device)
+        #: The discrete branches' sizes (empty without discrete actions).
         self.branch_sizes = branches
+        #: Index in ``log_alpha`` of the first discrete branch's coefficient.
+        self.discrete_alpha = 1 if self.continuous else 0
+        #: The replay key of the discrete actions (``action`` holds the continuous ones of
+        #: hybrid actions).
+        self.discrete_key = "discrete_action" if self.continuous else "action"
         lr = hyper.learning_rate
         self.policy_optimizer = make_adam(list(self.policy.parameters()), lr)
         self.q_parameters = [*self.q1.parameters(), *self.q2.parameters()]
@@ -482,8 +511,8 @@ class SACTrainer(Trainer):
             batch[f"next_obs_{i}"] = final[rows]
         if self.continuous:
             batch["action"] = decision["continuous"][rows].astype(np.float32)
-        else:
-            batch["action"] = decision["discrete"][rows].astype(np.int64)
+        if self.branch_sizes:
+            batch[self.discrete_key] = decision["discrete"][rows].astype(np.int64)
             batch["mask"] = self._mask_rows(decision["mask"], rows)
             batch["next_mask"] = self._mask_rows(step.final_action_mask, rows)
         batch["env_reward"] = step.rewards[rows].astype(np.float32)
@@ -536,12 +565,16 @@ class SACTrainer(Trainer):
     def _signal_batch(self, transitions: dict[str, np.ndarray]) -> SignalBatch:
         """Replay-format ``transitions`` (stored or sampled) as the signals read them."""
         count = self.num_entries
-        action = torch.as_tensor(transitions["action"], device=self.device)
+        continuous = discrete = None
+        if self.continuous:
+            continuous = torch.as_tensor(transitions["action"], device=self.device)
+        if self.branch_sizes:
+            discrete = torch.as_tensor(transitions[self.discrete_key], device=self.device)
         return SignalBatch(
             observations=self.tensors([transitions[f"obs_{i}"] for i in range(count)]),
             next_observations=self.tensors([transitions[f"next_obs_{i}"] for i in range(count)]),
-            continuous=action if self.continuous else None,
-            discrete=None if self.continuous else action,
+            continuous=continuous,
+            discrete=discrete,
             rewards=torch.as_tensor(transitions["env_reward"], device=self.device),
             dones=torch.as_tensor(transitions["done"], device=self.device) > 0,
         )
@@ -594,7 +627,7 @@ class SACTrainer(Trainer):
         for optimizer in (self.policy_optimizer, self.q_optimizer, self.alpha_optimizer):
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate
-        totals = np.zeros(5 + len(self.signals))
+        totals = np.zeros(STAT_COLUMNS + len(self.signals))
         for _ in range(count):
             with self.model_lock:
                 sample = self.replay.sample(self.hyper.batch_size, self.rng)
@@ -609,10 +642,12 @@ class SACTrainer(Trainer):
                 "Policy/Entropy": means[3],
                 "Policy/Learning Rate": learning_rate,
             }
-            key = "Continuous" if self.continuous else "Discrete"
-            stats[f"Policy/{key} Entropy Coeff"] = means[4]
+            if self.continuous:
+                stats["Policy/Continuous Entropy Coeff"] = means[4]
+            if self.branch_sizes:
+                stats["Policy/Discrete Entropy Coeff"] = means[5]
             for j, signal in enumerate(self.signals):
-                stats[f"Policy/{signal.name} Value"] = means[5 + j]
+                stats[f"Policy/{signal.name} Value"] = means[STAT_COLUMNS + j]
             if self.cloning is not None:
                 stats.update(self.cloning.update(step))
             self.context.stats.add_many(stats)
@@ -662,13 +697,13 @@ class SACTrainer(Trainer):
             assert batch.next_observations is not None
             if inputs is None:
                 inputs = _FlatInputs(batch.observations, batch.next_observations)
-            if self.continuous:
-                assert batch.continuous is not None
-                return self._continuous_update(inputs, batch.continuous, rewards, not_done)
-            assert batch.discrete is not None
-            mask = self.mask_tensor(sample["mask"])
-            next_mask = self.mask_tensor(sample["next_mask"])
-            return self._discrete_update(inputs, batch.discrete, rewards, not_done, mask, next_mask)
+            mask = next_mask = None
+            if self.branch_sizes:
+                mask = self.mask_tensor(sample["mask"])
+                next_mask = self.mask_tensor(sample["next_mask"])
+            return self._update(
+                inputs, batch.continuous, batch.discrete, rewards, not_done, mask, next_mask
+            )
 
     def _sequence_inputs(
         self, sample: dict[str, np.ndarray]
@@ -691,6 +726,35 @@ class SACTrainer(Trainer):
         """Q outputs with a stream dimension, ``(n, streams[, choices])``."""
         return values if len(self.signals) > 1 else values.unsqueeze(1)
 
+    def _soft_value(
+        self,
+        q: torch.Tensor,
+        branch_log_probs: list[torch.Tensor],
+        log_prob: torch.Tensor | None,
+        alpha: torch.Tensor,
+    ) -> torch.Tensor:
+        """The soft state value of every stream, ``(n, streams)``, from ``min(Q1, Q2)`` ``q``
+        (``(n, streams)`` without discrete actions, else ``(n, streams, sum(branches))``, taken
+        at the policy's sampled continuous action when there is one), the policy's
+        per-branch log-probabilities and its continuous log-likelihood ``(n,)`` (``None``
+        without continuous actions).
+
+        Discrete part: the mean over branches of ``sum_i p_i * (Q_i - alpha_b * log p_i)``;
+        continuous part: ``- alpha_c * log pi(a_c)``; hybrid actions combine both."""
+        value = q
+        if self.branch_sizes:
+            alpha_d = alpha[self.discrete_alpha :]
+            values = [
+                (lp.exp().unsqueeze(1) * (qb - alpha_d[b] * lp.unsqueeze(1))).sum(dim=-1)
+                for b, (lp, qb) in enumerate(
+                    zip(branch_log_probs, q.split(self.branch_sizes, dim=-1), strict=True)
+                )
+            ]
+            value = torch.stack(values, dim=-1).mean(dim=-1)
+        if log_prob is not None:
+            value = value - alpha[0] * log_prob.unsqueeze(1)
+        return value
+
     def _targets(
         self,
         successors: _Inputs | list[torch.Tensor],
@@ -700,110 +764,94 @@ class SACTrainer(Trainer):
         next_mask: torch.Tensor | None,
     ) -> torch.Tensor:
         """The Q targets ``r_j + gamma_j * (1 - done_j) * soft V_j(s')`` of every stream,
-        ``(n, streams)``, from the target critics (no gradients). ``successors``: the update's
+        ``(n, streams)``, from the target critics (no gradients; :meth:`_soft_value` at a
+        continuous action sampled from the policy at ``s'``). ``successors``: the update's
         inputs, or the next observations of independent transitions."""
         inputs = _FlatInputs(successors, successors) if isinstance(successors, list) else successors
         with torch.no_grad():
+            dist = inputs.policy(self.policy, next_mask, following=True)
+            actions = log_prob = None
             if self.continuous:
-                next_actions, next_log_probs = inputs.policy(
-                    self.policy, following=True
-                ).rsample_squashed()
-                next_q = torch.min(
-                    self._streams(inputs.q(self.q1_target, next_actions, following=True)),
-                    self._streams(inputs.q(self.q2_target, next_actions, following=True)),
-                )
-                next_value = next_q - alpha * next_log_probs.unsqueeze(1)
-            else:
-                branch_log_probs = inputs.policy(
-                    self.policy, next_mask, following=True
-                ).branch_log_probs()
-                next_q_all = torch.min(
-                    self._streams(inputs.q(self.q1_target, following=True)),
-                    self._streams(inputs.q(self.q2_target, following=True)),
-                ).split(self.branch_sizes, dim=-1)
-                soft_values = [
-                    (lp.exp().unsqueeze(1) * (q - alpha[b] * lp.unsqueeze(1))).sum(dim=-1)
-                    for b, (lp, q) in enumerate(zip(branch_log_probs, next_q_all, strict=True))
-                ]
-                next_value = torch.stack(soft_values, dim=-1).mean(dim=-1)
+                actions, log_prob = dist.rsample_squashed()
+            next_q = torch.min(
+                self._streams(inputs.q(self.q1_target, actions, following=True)),
+                self._streams(inputs.q(self.q2_target, actions, following=True)),
+            )
+            next_value = self._soft_value(next_q, dist.branch_log_probs(), log_prob, alpha)
             return rewards + self.gammas * not_done * next_value
 
-    def _continuous_update(
+    def _update(
         self,
         inputs: _Inputs,
-        actions: torch.Tensor,
-        rewards: torch.Tensor,
-        not_done: torch.Tensor,
-    ) -> np.ndarray:
-        """One SAC step; ``rewards`` and ``not_done`` are ``(n, streams)``. Returns the Q1, Q2
-        and policy losses, the entropy, the mean entropy coefficient and every stream's mean
-        ``min(Q1, Q2)`` at the policy's actions."""
-        alpha = self.log_alpha.exp().detach()
-        target = self._targets(inputs, rewards, not_done, alpha, None)
-        q1_loss = functional.mse_loss(self._streams(inputs.q(self.q1, actions)), target)
-        q2_loss = functional.mse_loss(self._streams(inputs.q(self.q2, actions)), target)
-        _minimize(self.q_optimizer, q1_loss + q2_loss)
-
-        new_actions, log_probs = inputs.policy(self.policy).rsample_squashed()
-        q_new = torch.min(
-            self._streams(inputs.q(self.q1, new_actions)),
-            self._streams(inputs.q(self.q2, new_actions)),
-        )
-        policy_loss = (alpha * log_probs - q_new.mean(dim=1)).mean()
-        _minimize(self.policy_optimizer, policy_loss)
-
-        alpha_loss = -(self.log_alpha * (log_probs.detach() + self.target_entropy).mean()).sum()
-        _minimize(self.alpha_optimizer, alpha_loss)
-
-        polyak_update(self.q1, self.q1_target, self.hyper.tau)
-        polyak_update(self.q2, self.q2_target, self.hyper.tau)
-        return np.array(
-            [
-                q1_loss.item(),
-                q2_loss.item(),
-                policy_loss.item(),
-                -log_probs.mean().item(),
-                float(alpha.mean()),
-                *q_new.detach().mean(dim=0).tolist(),
-            ]
-        )
-
-    def _discrete_update(
-        self,
-        inputs: _Inputs,
-        actions: torch.Tensor,
+        continuous: torch.Tensor | None,
+        discrete: torch.Tensor | None,
         rewards: torch.Tensor,
         not_done: torch.Tensor,
         mask: torch.Tensor | None,
         next_mask: torch.Tensor | None,
     ) -> np.ndarray:
-        """As :meth:`_continuous_update`, with expectations over every branch's choices."""
+        """One SAC step (continuous, discrete or hybrid actions; see the module docstring);
+        ``rewards`` and ``not_done`` are ``(n, streams)``, ``continuous`` / ``discrete`` the
+        replayed actions (``None`` for a missing part). Returns the Q1, Q2 and policy losses,
+        the entropy, the continuous entropy coefficient and the discrete ones' mean (NaN for a
+        missing part) and every stream's mean ``min(Q1, Q2)`` at the policy's actions."""
         sizes = self.branch_sizes
         alpha = self.log_alpha.exp().detach()
         target = self._targets(inputs, rewards, not_done, alpha, next_mask)
-        q1_all = self._streams(inputs.q(self.q1)).split(sizes, dim=-1)
-        q2_all = self._streams(inputs.q(self.q2)).split(sizes, dim=-1)
-        q1_loss = _branch_q_loss(q1_all, actions, target)
-        q2_loss = _branch_q_loss(q2_all, actions, target)
+        q1 = self._streams(inputs.q(self.q1, continuous))
+        q2 = self._streams(inputs.q(self.q2, continuous))
+        if sizes:
+            assert discrete is not None
+            q1_loss = _branch_q_loss(q1.split(sizes, dim=-1), discrete, target)
+            q2_loss = _branch_q_loss(q2.split(sizes, dim=-1), discrete, target)
+        else:
+            q1_loss = functional.mse_loss(q1, target)
+            q2_loss = functional.mse_loss(q2, target)
         _minimize(self.q_optimizer, q1_loss + q2_loss)
 
-        log_probs = inputs.policy(self.policy, mask).branch_log_probs()
-        with torch.no_grad():
-            stream_q = torch.min(self._streams(inputs.q(self.q1)), self._streams(inputs.q(self.q2)))
-            min_q = stream_q.mean(dim=1).split(sizes, dim=1)
-        policy_terms = []
-        alpha_terms = []
-        entropies = []
-        stream_values = []
-        for b, (lp, q) in enumerate(zip(log_probs, min_q, strict=True)):
-            probs = lp.exp()
-            policy_terms.append((probs * (alpha[b] * lp - q)).sum(dim=1).mean())
-            entropy = -(probs * lp).sum(dim=1).detach()
-            entropies.append(entropy.mean())
-            alpha_terms.append(self.log_alpha[b] * (entropy - self.target_entropy[b]).mean())
-            branch_q = stream_q[..., sum(sizes[:b]) : sum(sizes[: b + 1])]
-            stream_values.append((probs.detach().unsqueeze(1) * branch_q).sum(dim=-1))
-        policy_loss = torch.stack(policy_terms).sum()
+        dist = inputs.policy(self.policy, mask)
+        new_actions = log_probs = None
+        if self.continuous:
+            new_actions, log_probs = dist.rsample_squashed()
+        branch_log_probs = dist.branch_log_probs()
+        # Without continuous actions the Q values do not depend on the policy: no gradients.
+        with contextlib.nullcontext() if self.continuous else torch.no_grad():
+            stream_q = torch.min(
+                self._streams(inputs.q(self.q1, new_actions)),
+                self._streams(inputs.q(self.q2, new_actions)),
+            )
+        q_mean = stream_q.mean(dim=1)  # (n,) or (n, sum(branches)): the streams' mean
+        policy_rows: list[torch.Tensor] = []
+        alpha_terms: list[torch.Tensor] = []
+        entropies: list[torch.Tensor] = []
+        expected_q = q_mean
+        stream_values = stream_q.detach()
+        if sizes:
+            first = self.discrete_alpha
+            expected: list[torch.Tensor] = []
+            branch_values: list[torch.Tensor] = []
+            for b, (lp, qb) in enumerate(
+                zip(branch_log_probs, q_mean.split(sizes, dim=1), strict=True)
+            ):
+                probs = lp.exp()
+                policy_rows.append((probs * (alpha[first + b] * lp - qb)).sum(dim=1))
+                expected.append((probs * qb).sum(dim=1))
+                entropy = -(probs * lp).sum(dim=1).detach()
+                entropies.append(entropy.mean())
+                alpha_terms.append(
+                    self.log_alpha[first + b] * (entropy - self.target_entropy[first + b]).mean()
+                )
+                branch_q = stream_values[..., sum(sizes[:b]) : sum(sizes[: b + 1])]
+                branch_values.append((probs.detach().unsqueeze(1) * branch_q).sum(dim=-1))
+            expected_q = torch.stack(expected).sum(dim=0)
+            stream_values = torch.stack(branch_values, dim=-1).mean(dim=-1)
+        if log_probs is not None:
+            policy_rows.append(alpha[0] * log_probs - expected_q)
+            entropies.append(-log_probs.detach().mean())
+            alpha_terms.append(
+                -self.log_alpha[0] * (log_probs.detach() + self.target_entropy[0]).mean()
+            )
+        policy_loss = torch.stack(policy_rows).sum(dim=0).mean()
         _minimize(self.policy_optimizer, policy_loss)
 
         alpha_loss = torch.stack(alpha_terms).sum()
@@ -811,13 +859,16 @@ class SACTrainer(Trainer):
 
         polyak_update(self.q1, self.q1_target, self.hyper.tau)
         polyak_update(self.q2, self.q2_target, self.hyper.tau)
+        continuous_coef = float(alpha[0]) if self.continuous else math.nan
+        discrete_coef = float(alpha[self.discrete_alpha :].mean()) if sizes else math.nan
         return np.array(
             [
                 q1_loss.item(),
                 q2_loss.item(),
                 policy_loss.item(),
                 float(torch.stack(entropies).sum()),
-                float(alpha.mean()),
-                *torch.stack(stream_values, dim=-1).mean(dim=(0, 2)).tolist(),
+                continuous_coef,
+                discrete_coef,
+                *stream_values.mean(dim=0).tolist(),
             ]
         )
