@@ -47,7 +47,7 @@ from trainers.poca.trainer import POCATrainer
 from trainers.ppo.trainer import PPOTrainer
 from trainers.run_directory import RunDirectory, RunDirectoryError, behavior_dir_name
 from trainers.sac.trainer import SACTrainer
-from trainers.settings import ConfigError, Precision, RunOptions, TrainerSettings
+from trainers.settings import ConfigError, Precision, RunOptions, TrainerSettings, companion_path
 from trainers.trainer_controller import TrainerController
 from unity_gym.timers import add_metadata, reset_timers, write_timer_tree
 
@@ -115,8 +115,11 @@ def _set_up(
     progress_stream: TextIO | None,
 ) -> tuple[TrainerController, TrainingEnvironment | ParallelTrainingEnvironment]:
     """Write the run's configuration, create the environment and one trainer per behavior."""
+    official, companion = options.configuration_files()
     with atomic_write(run.configuration_path) as handle:
-        handle.write(options.to_yaml().encode("utf-8"))
+        handle.write(official.encode("utf-8"))
+    with atomic_write(companion_path(run.configuration_path)) as handle:
+        handle.write(companion.encode("utf-8"))
     status = TrainingStatus(run.status_path, _versions())
     if options.checkpoint_settings.resume:
         status.load()

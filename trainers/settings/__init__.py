@@ -57,7 +57,14 @@ from trainers.settings.reward_signals import (
     RewardSignalSettings,
     RNDSettings,
 )
-from trainers.settings.run_options import RunOptions, load_config_file, parse_run_options
+from trainers.settings.run_options import (
+    COMPANION_SUFFIX,
+    MLAGENTS_KEYS,
+    RunOptions,
+    companion_path,
+    load_config_file,
+    parse_run_options,
+)
 from trainers.settings.trainer import (
     Hyperparameters,
     PPOHyperparameters,
@@ -69,6 +76,8 @@ from trainers.settings.trainer import (
 )
 
 __all__ = [
+    "COMPANION_SUFFIX",
+    "MLAGENTS_KEYS",
     "BackendType",
     "BehavioralCloningSettings",
     "CheckpointSettings",
@@ -100,6 +109,7 @@ __all__ = [
     "TrainerSettings",
     "TrainerType",
     "UnsupportedFeatureError",
+    "companion_path",
     "lesson_env_param",
     "lesson_seeds",
     "load_config_file",

@@ -167,8 +167,14 @@ class TrainerSettings:
 
     @property
     def extrinsic(self) -> RewardSignalSettings:
-        """The extrinsic reward-signal settings (always present after validation)."""
-        return self.reward_signals["extrinsic"]
+        """The extrinsic reward-signal settings.
+
+        A config without ``reward_signals.extrinsic`` (accepted as in ML-Agents 1.1.0, e.g.
+        GAIL alone) gets strength 0: the environment's rewards weigh nothing. Unlike
+        ML-Agents, which then has no extrinsic value head, the trainers keep that head (it
+        learns values of zero rewards) and still report ``Policy/Extrinsic Reward`` (0).
+        """
+        return self.reward_signals.get("extrinsic") or ExtrinsicRewardSettings(strength=0.0)
 
     def _validate(self, path: str) -> None:
         _check_positive(path, "keep_checkpoints", self.keep_checkpoints)
