@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import yaml
 
@@ -46,7 +46,6 @@ from trainers.settings.trainer import (
     PPOHyperparameters,
     SACHyperparameters,
     TrainerSettings,
-    TrainerType,
 )
 
 __all__ = [
@@ -395,15 +394,15 @@ def _parse_trainer_settings(
     trainer_type = merged.get("trainer_type", "ppo")
     if trainer_type in _UNSUPPORTED_TRAINERS:
         raise _unsupported(f"{path}.trainer_type", _UNSUPPORTED_TRAINERS[trainer_type])
-    if trainer_type not in get_args(TrainerType):
-        raise ConfigError(
-            f"{path}.trainer_type: {trainer_type!r} is not a trainer type; "
-            "use 'ppo', 'sac' or 'poca'."
-        )
-    # POCA takes PPO's hyperparameters (ML-Agents' POCASettings are PPO's)
-    hyper_cls = SACHyperparameters if trainer_type == "sac" else PPOHyperparameters
+    from trainers.plugins import BUILTIN_TRAINER_TYPES, hyperparameters_class
+
+    if not isinstance(trainer_type, str):
+        raise ConfigError(f"{path}.trainer_type: expected a name, got {trainer_type!r}.")
+    # built-in types first, then the unity_train.trainer_type plugins (trainers.plugins)
+    hyper_cls = hyperparameters_class(trainer_type, f"{path}.trainer_type")
     hyper_raw = merged.pop("hyperparameters", None)
-    _reject_other_trainer_keys(hyper_raw, hyper_cls, trainer_type, f"{path}.hyperparameters")
+    if trainer_type in BUILTIN_TRAINER_TYPES:
+        _reject_other_trainer_keys(hyper_raw, hyper_cls, trainer_type, f"{path}.hyperparameters")
     signals_raw = merged.pop("reward_signals", None)
     settings = _structure(TrainerSettings, merged, path)
     settings.hyperparameters = _structure(hyper_cls, hyper_raw, f"{path}.hyperparameters")

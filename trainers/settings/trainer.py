@@ -31,6 +31,7 @@ ScheduleType = Literal["linear", "constant"]
 
 
 TrainerType = Literal["ppo", "sac", "poca"]
+"""The built-in trainer types (plugins add others: :mod:`trainers.plugins`)."""
 
 
 @dataclass
@@ -148,7 +149,9 @@ class SelfPlaySettings:
 class TrainerSettings:
     """Everything that configures the trainer of one behavior."""
 
-    trainer_type: TrainerType = "ppo"
+    # a built-in TrainerType or the name of a unity_train.trainer_type plugin (trainers.plugins)
+    trainer_type: str = "ppo"
+    # for a plugin's trainer type: an instance of its hyperparameters dataclass
     hyperparameters: Hyperparameters = field(default_factory=PPOHyperparameters)
     network_settings: NetworkSettings = field(default_factory=NetworkSettings)
     reward_signals: dict[str, RewardSignalSettings] = field(
