@@ -108,8 +108,12 @@ def test_written_configuration_loads_in_mlagents_and_resumes_intact(
     given = options_from_args(build_parser().parse_args([str(written)]))
     original = options_from_args(
         build_parser().parse_args(
-            [str(tmp_path / "run-config.yaml"), *flags, "--backend", "subprocess"]
-            + ["--time-scale", "30", "--run-id", "run", "--results-dir", str(run.parent)]
+            [
+                str(tmp_path / "run-config.yaml"),
+                *flags,
+                *("--backend", "subprocess", "--time-scale", "30", "--run-id", "run"),
+                *("--results-dir", str(run.parent)),
+            ]
         )
     )
     assert given.to_dict() == original.to_dict()
