@@ -65,6 +65,8 @@ _OVERRIDES: dict[str, tuple[str | None, str]] = {
     "run_id": ("checkpoint_settings", "run_id"),
     "initialize_from": ("checkpoint_settings", "initialize_from"),
     "resume": ("checkpoint_settings", "resume"),
+    "load_model": ("checkpoint_settings", "load_model"),
+    "train_model": ("checkpoint_settings", "train_model"),
     "force": ("checkpoint_settings", "force"),
     "inference": ("checkpoint_settings", "inference"),
     "results_dir": ("checkpoint_settings", "results_dir"),
@@ -73,6 +75,24 @@ _OVERRIDES: dict[str, tuple[str | None, str]] = {
     "debug": (None, "debug"),
 }
 _ENV_SELECTORS = ("env_path", "scene", "gym_id")
+
+
+class _RemovedFlag(argparse.Action):
+    """A flag mlagents-learn 1.1.0 removed but still accepts (``--torch``, ``--tensorflow``):
+    it takes no value, changes nothing and logs the same warning as ``mlagents-learn``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.pop("nargs", None)
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        logger.warning("The command line argument %s was removed.", option_string)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,15 +123,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--run-id", metavar="ID", help="Run name; results go to <results-dir>/<ID>."
     )
-    start = parser.add_mutually_exclusive_group()
-    start.add_argument("--resume", action="store_true", help="Continue the run --run-id.")
-    start.add_argument("--force", action="store_true", help="Overwrite the run --run-id.")
-    start.add_argument(
+    # Not mutually exclusive: mlagents-learn 1.1.0 accepts every combination (see
+    # _prioritize_resume_or_initialize and CheckpointSettings for what wins).
+    parser.add_argument("--resume", action="store_true", help="Continue the run --run-id.")
+    parser.add_argument(
+        "--force", action="store_true", help="Overwrite the run --run-id if it exists."
+    )
+    parser.add_argument(
         "--initialize-from", metavar="ID", help="Start from the final model of run ID."
     )
-    start.add_argument(
-        "--load", dest="resume", action="store_true", help="Deprecated alias of --resume."
-    )
+    parser.add_argument("--load", dest="load_model", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--train", dest="train_model", action="store_true", help=argparse.SUPPRESS)
+    for removed in ("--torch", "--tensorflow"):
+        parser.add_argument(
+            removed,
+            action=_RemovedFlag,
+            help="(Removed) accepted and ignored with a warning, as mlagents-learn does.",
+        )
     parser.add_argument(
         "--inference", action="store_true", help="Act with the policy without training."
     )
@@ -212,12 +240,36 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         if dest in given:
             destination = data[target_section] if target_section else data
             destination[key] = given[dest]
+    if given.get("load_model"):  # mlagents-learn: resume = resume or load_model
+        data["checkpoint_settings"]["resume"] = True
+    _prioritize_resume_or_initialize(data["checkpoint_settings"], given)
     options = parse_run_options(data)
     if given.get("deterministic"):
         for settings in [*options.behaviors.values(), options.default_settings]:
             if settings is not None:
                 settings.network_settings.deterministic = True
     return options
+
+
+def _prioritize_resume_or_initialize(checkpoint: dict[str, Any], given: dict[str, Any]) -> None:
+    """Resolve ``resume`` together with ``initialize_from`` as ``mlagents-learn`` 1.1.0 does
+    (``CheckpointSettings.prioritize_resume_init``): the one given on the command line wins;
+    when both come from the file (or both from the command line), resume wins. This function
+    handles the case the file alone cannot: ``--initialize-from`` on the command line over a
+    file's ``resume: true`` (``CheckpointSettings`` makes resume win otherwise).
+    """
+    resume_given = given.get("resume") or given.get("load_model")
+    resume_in_file = checkpoint.get("resume") or checkpoint.get("load_model")
+    if "initialize_from" in given and not resume_given and resume_in_file:
+        logger.warning(
+            "Both 'resume' (from the configuration file) and --initialize-from %s are set; "
+            "run %s is initialized from %s and resume is ignored.",
+            given["initialize_from"],
+            checkpoint.get("run_id"),
+            given["initialize_from"],
+        )
+        checkpoint["resume"] = False
+        checkpoint["load_model"] = False
 
 
 def _configure_logging(debug: bool) -> None:
@@ -238,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``unity-train``; returns the process exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    _configure_logging("--debug" in arguments)  # warnings of removed flags while parsing
     args = parser.parse_args(arguments)
     _configure_logging(bool(getattr(args, "debug", False)))
     try:

@@ -248,6 +248,8 @@ def _make_unity_env(
     engine = options.engine_settings
     kwargs: dict[str, Any] = {
         "no_graphics": engine.no_graphics,
+        # game i is launched with worker_id i: all but the first lose their graphics
+        "no_graphics_monitor": engine.no_graphics_monitor,
         "time_scale": engine.time_scale,
         "width": engine.width,
         "height": engine.height,

@@ -36,18 +36,19 @@ from trainers.common.checkpoints import (
 )
 from trainers.common.precision import cpu_has_bf16_units
 from trainers.common.progress import ProgressBar
-from trainers.common.stats import StatsReporter
+from trainers.common.stats import StatsPropertyType, StatsReporter, StatsWriter
 from trainers.common.trainer import Trainer, TrainerContext, check_checkpoint_state
 from trainers.common.update_threads import update_thread_limit
 from trainers.curriculum import EnvironmentParameterManager
 from trainers.env_manager import BehaviorSlots, EnvManager
 from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
 from trainers.ghost import GhostController, GhostTrainer
+from trainers.plugins import stats_writers, trainer_class
 from trainers.poca.trainer import POCATrainer
 from trainers.ppo.trainer import PPOTrainer
 from trainers.run_directory import RunDirectory, RunDirectoryError, behavior_dir_name
 from trainers.sac.trainer import SACTrainer
-from trainers.settings import ConfigError, Precision, RunOptions, TrainerSettings
+from trainers.settings import ConfigError, Precision, RunOptions, TrainerSettings, companion_path
 from trainers.trainer_controller import TrainerController
 from unity_gym.timers import add_metadata, reset_timers, write_timer_tree
 
@@ -60,6 +61,7 @@ TRAINER_TYPES: dict[str, type[Trainer]] = {
     "sac": SACTrainer,
     "poca": POCATrainer,
 }
+"""The built-in trainer types (plugins add others: :mod:`trainers.plugins`)."""
 
 
 def run_training(
@@ -89,9 +91,13 @@ def run_training(
     _configure_threads(device)
     _announce_precision(options.torch_settings.precision, device)
     run = RunDirectory.prepare(options.checkpoint_settings)
+    writers = stats_writers(options, run.root, start)  # built-in, then plugins
     try:
-        controller, training_env = _set_up(options, run, seed, device, start, progress_stream)
+        controller, training_env = _set_up(
+            options, run, seed, device, start, progress_stream, writers
+        )
     except BaseException:
+        _close_writers(writers)
         run.discard_if_new(options.checkpoint_settings)  # nothing was trained
         raise
     try:
@@ -102,8 +108,18 @@ def run_training(
             _record_game_locations(training_env)  # where games ended up, after any relocation
             controller.close()
         finally:
+            _close_writers(writers)
             add_metadata("end_time_seconds", str(int(time.time())))
             write_timer_tree(run.timers_path)
+
+
+def _close_writers(writers: Sequence[StatsWriter]) -> None:
+    """Close every stats writer; one that fails is logged and the others still close."""
+    for writer in writers:
+        try:
+            writer.close()
+        except Exception:
+            logger.exception("Closing stats writer %r failed.", writer)
 
 
 def _set_up(
@@ -113,10 +129,14 @@ def _set_up(
     device: torch.device,
     start: float,
     progress_stream: TextIO | None,
+    writers: Sequence[StatsWriter],
 ) -> tuple[TrainerController, TrainingEnvironment | ParallelTrainingEnvironment]:
     """Write the run's configuration, create the environment and one trainer per behavior."""
+    official, companion = options.configuration_files()
     with atomic_write(run.configuration_path) as handle:
-        handle.write(options.to_yaml().encode("utf-8"))
+        handle.write(official.encode("utf-8"))
+    with atomic_write(companion_path(run.configuration_path)) as handle:
+        handle.write(companion.encode("utf-8"))
     status = TrainingStatus(run.status_path, _versions())
     if options.checkpoint_settings.resume:
         status.load()
@@ -157,7 +177,7 @@ def _set_up(
                 run.root,
             )
             trainer = _build_trainer(
-                options, behavior, settings, slots, run, status, device, seed, start
+                options, behavior, settings, slots, run, status, device, seed, start, writers
             )
             if settings.self_play is not None:
                 trainer = _self_play_trainer(trainer, manager, ghosts)
@@ -254,12 +274,13 @@ def _build_trainer(
     device: torch.device,
     seed: int,
     start: float,
+    writers: Sequence[StatsWriter],
 ) -> Trainer:
     training = not options.checkpoint_settings.inference
     directory = run.behavior_dir(behavior)
     directory.mkdir(parents=True, exist_ok=True)
-    stats = StatsReporter(behavior, directory, start)
-    stats.add_text("Hyperparameters", f"```\n{options.to_yaml()}\n```")
+    stats = StatsReporter(behavior, directory, start, writers)
+    stats.add_property(StatsPropertyType.HYPERPARAMETERS, options.to_yaml())
     checkpoints = None
     if training:
         checkpoints = CheckpointManager(
@@ -280,7 +301,7 @@ def _build_trainer(
         precision=options.torch_settings.precision,
     )
     try:
-        return TRAINER_TYPES[settings.trainer_type](context)
+        return trainer_class(settings.trainer_type)(context)
     except BaseException:
         stats.close()  # the trainer that would close it does not exist: stop its writer
         raise

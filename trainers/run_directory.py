@@ -2,7 +2,10 @@
 
 Layout::
 
-    <run>/configuration.yaml            the resolved configuration
+    <run>/configuration.yaml            the resolved configuration, as mlagents-learn reads it
+    <run>/configuration.unity-train.yaml  what only unity-train knows (scene, gym_id, backend,
+                                          precision, ...), merged back when unity-train reads
+                                          configuration.yaml
     <run>/run_logs/timers.json          profiling tree with run metadata
     <run>/run_logs/training_status.json checkpoint history per behavior
     <run>/<behavior>/                   events, <behavior>-<step>.pt/.onnx, checkpoint.pt

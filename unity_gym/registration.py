@@ -294,6 +294,9 @@ class GameSettings:
         editor: True: the game is the Unity Editor, which connects when Play is pressed.
         no_graphics: pass ``-nographics -batchmode`` (the player is always headless; a real
             Unity build then renders no camera images).
+        no_graphics_monitor: as ``no_graphics``, but only for games whose ``worker_id`` is not
+            0: the first game keeps its graphics (``mlagents_envs``' ``no_graphics_monitor``,
+            ``mlagents-learn --no-graphics-monitor``).
         width: screen width (EngineConfigurationChannel; must come with ``height``).
         height: screen height.
         quality_level: quality settings index.
@@ -324,6 +327,7 @@ class GameSettings:
     file_name: str | os.PathLike[str] | None = None
     scene: str | None = None
     no_graphics: bool = False
+    no_graphics_monitor: bool = False
     width: int | None = None
     height: int | None = None
     quality_level: int | None = None
@@ -493,6 +497,7 @@ class GameSettings:
             base_port=self.base_port,
             seed=self.seed,
             no_graphics=self.no_graphics,
+            no_graphics_monitor=self.no_graphics_monitor,
             timeout_wait=self.timeout_wait,
             additional_args=self.player_args(),
             side_channels=channels,

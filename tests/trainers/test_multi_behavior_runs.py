@@ -62,6 +62,7 @@ def test_ppo_on_tennis_trains_both_teams_with_one_trainer(
     assert sorted(p.name for p in run.iterdir()) == [
         "Tennis",
         "Tennis.onnx",
+        "configuration.unity-train.yaml",
         "configuration.yaml",
         "run_logs",
     ]
@@ -134,6 +135,7 @@ def test_a_build_with_two_behaviors_trains_two_trainers_with_default_settings(
         "Hider.onnx",
         "Seeker",
         "Seeker.onnx",
+        "configuration.unity-train.yaml",
         "configuration.yaml",
         "run_logs",
     ]

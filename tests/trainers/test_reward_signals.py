@@ -261,7 +261,6 @@ def test_signal_settings_follow_ml_agents(caplog: pytest.LogCaptureFixture) -> N
         ({"extrinsic": {}, "gail": {}}, "ppo", "gail.demo_path: required for GAIL"),
         ({"extrinsic": {}, "rdn": {}}, "ppo", "did you mean rnd?"),
         ({"extrinsic": {}, "rnd": {"learning_rate": 0}}, "ppo", "rnd.learning_rate"),
-        ({"rnd": {}}, "ppo", "no 'extrinsic' reward signal"),
     ],
 )
 def test_signal_configuration_errors(

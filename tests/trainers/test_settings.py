@@ -176,8 +176,9 @@ def test_env_gym_prefix_and_exclusive_flags(tmp_path: Path) -> None:
     assert options.env_settings.gym_id == "Pendulum-v1"
     assert options.env_settings.env_path is None
     assert options.checkpoint_settings.resume is True
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["--resume", "--force"])
+    # mlagents-learn 1.1.0 has no mutually exclusive group: --resume wins over --force
+    both = options_from_args(build_parser().parse_args(["--resume", "--force"]))
+    assert (both.checkpoint_settings.resume, both.checkpoint_settings.force) == (True, True)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--scene", "3DBall", "--gym-id", "CartPole-v1"])
 

@@ -19,7 +19,7 @@ from trainers.common.checkpoints import load_checkpoint
 from trainers.common.networks import PolicyNetwork, build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.envs import EMBEDDED_DEFAULT_SCENE, make_training_env
-from trainers.settings import NetworkSettings, parse_run_options
+from trainers.settings import NetworkSettings, load_config_file, parse_run_options
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -148,9 +148,10 @@ def test_ppo_cartpole_writes_every_output(run_train: RunTrain) -> None:
     assert "--gym-id CartPole-v1" in metadata["command_line_arguments"]
     assert metadata["torch_device"] == "cpu"
 
-    resolved = yaml.safe_load((run / "configuration.yaml").read_text())
+    resolved = load_config_file(run / "configuration.yaml")  # merges its companion
     assert resolved["behaviors"]["CartPole"]["hyperparameters"]["buffer_size"] == 128
     assert resolved["env_settings"]["gym_id"] == "CartPole-v1"
+    assert "gym_id" not in yaml.safe_load((run / "configuration.yaml").read_text())["env_settings"]
     assert resolved["checkpoint_settings"]["run_id"] == "run"
 
     _onnx_matches_torch(

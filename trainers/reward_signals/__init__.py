@@ -18,6 +18,7 @@ from trainers.reward_signals.rnd import RNDSignal
 from trainers.settings import (
     ConfigError,
     CuriositySettings,
+    ExtrinsicRewardSettings,
     GAILSettings,
     RewardSignalSettings,
     RNDSettings,
@@ -47,6 +48,9 @@ def create_signals(
 ) -> list[RewardSignal]:
     """The signals of ``settings``: ``extrinsic`` first, then the others in their order.
 
+    Without an ``extrinsic`` entry (a config ML-Agents accepts, e.g. GAIL alone), the first
+    signal is an extrinsic one of strength 0 (:attr:`TrainerSettings.extrinsic`).
+
     Args:
         behavior_name: the trainer's behavior, named in errors (GAIL's demonstrations).
         path: the configuration path of ``settings``, named in errors.
@@ -55,7 +59,8 @@ def create_signals(
         ConfigError: a signal name this package does not implement, or GAIL demonstrations
             that cannot be read or do not fit the behavior.
     """
-    signals: list[RewardSignal] = [ExtrinsicSignal(settings["extrinsic"])]
+    extrinsic = settings.get("extrinsic") or ExtrinsicRewardSettings(strength=0.0)
+    signals: list[RewardSignal] = [ExtrinsicSignal(extrinsic)]  # strength 0 when not listed
     for key, value in settings.items():
         if key == "extrinsic":
             continue

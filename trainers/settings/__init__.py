@@ -58,7 +58,14 @@ from trainers.settings.reward_signals import (
     RewardSignalSettings,
     RNDSettings,
 )
-from trainers.settings.run_options import RunOptions, load_config_file, parse_run_options
+from trainers.settings.run_options import (
+    COMPANION_SUFFIX,
+    MLAGENTS_KEYS,
+    RunOptions,
+    companion_path,
+    load_config_file,
+    parse_run_options,
+)
 from trainers.settings.trainer import (
     Hyperparameters,
     PPOHyperparameters,
@@ -70,6 +77,8 @@ from trainers.settings.trainer import (
 )
 
 __all__ = [
+    "COMPANION_SUFFIX",
+    "MLAGENTS_KEYS",
     "BackendType",
     "BehavioralCloningSettings",
     "CheckpointSettings",
@@ -101,6 +110,7 @@ __all__ = [
     "TrainerSettings",
     "TrainerType",
     "UnsupportedFeatureError",
+    "companion_path",
     "lesson_env_param",
     "lesson_seeds",
     "load_config_file",

@@ -160,7 +160,15 @@ class EngineSettings:
 
 @dataclass
 class CheckpointSettings:
-    """Run identity and how to treat an existing run directory."""
+    """Run identity and how to treat an existing run directory.
+
+    As ``mlagents-learn`` 1.1.0: every combination of ``resume``, ``force`` and
+    ``initialize_from`` is accepted. ``resume`` wins over ``force`` (an existing run is
+    continued, not deleted) and over ``initialize_from`` (which is dropped with a warning;
+    ``unity-train`` lets a ``--initialize-from`` given on the command line win over a file's
+    ``resume``, as ``prioritize_resume_init`` does). ``load_model`` and ``train_model`` are
+    deprecated keys that only log a warning (``--load`` also sets ``resume``).
+    """
 
     run_id: str = "ppo"
     initialize_from: str | None = None
@@ -182,13 +190,24 @@ class CheckpointSettings:
                 f"{path}.run_id: {self.run_id!r} is not a valid run id; use a plain name "
                 "without path separators."
             )
-        if self.load_model:  # deprecated ML-Agents spelling of --resume
-            self.resume = True
-            self.load_model = False
+        # mlagents-learn 1.1.0 (learn.py, settings.py): --load sets resume and load_model and
+        # logs a deprecation (unity-train's command line does the same); load_model and
+        # train_model from a file only log it. resume with force continues the run (force
+        # only matters for a run that is not resumed).
+        if self.load_model:
+            logger.warning(
+                "The --load option has been deprecated. Please use the --resume option instead."
+            )
+        if self.train_model:
+            logger.warning(
+                "The --train option has been deprecated. Train mode is now the default. Use "
+                "--inference to run in inference mode."
+            )
         if self.resume and self.force:
-            raise ConfigError(
-                f"{path}: resume and force are both set; --resume continues run "
-                f"'{self.run_id}', --force overwrites it. Choose one."
+            logger.warning(
+                "Both resume and force are set; resuming run %s (force applies to runs that "
+                "are not resumed).",
+                self.run_id,
             )
         if self.resume and self.initialize_from is not None:
             logger.warning(

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import yaml
 
@@ -46,10 +46,16 @@ from trainers.settings.trainer import (
     PPOHyperparameters,
     SACHyperparameters,
     TrainerSettings,
-    TrainerType,
 )
 
-__all__ = ["RunOptions", "load_config_file", "parse_run_options"]
+__all__ = [
+    "COMPANION_SUFFIX",
+    "MLAGENTS_KEYS",
+    "RunOptions",
+    "companion_path",
+    "load_config_file",
+    "parse_run_options",
+]
 
 logger = logging.getLogger("trainers.settings")
 
@@ -127,8 +133,124 @@ class RunOptions:
         return data
 
     def to_yaml(self) -> str:
-        """The resolved configuration as YAML (what ``configuration.yaml`` holds)."""
+        """The whole resolved configuration as YAML, extensions of this project included."""
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def split_for_mlagents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The resolved configuration as ``(official, companion)`` dicts.
+
+        ``official`` is what ``mlagents-learn`` 1.1.0 reads: its loader
+        (``RunOptions.from_dict``, and ``from_argparse`` for a file given on its command line)
+        rejects unknown top-level keys and unknown keys in ``env_settings``,
+        ``engine_settings`` and ``checkpoint_settings``, and structures ``base_port`` as an
+        ``int`` and refuses ``num_envs > 1`` without ``env_path`` (its ``EnvironmentSettings``
+        validator). So ``official`` holds ``default_settings`` as written (the behaviors are
+        resolved already) and only the keys of :data:`MLAGENTS_KEYS`, with
+        ``base_port`` ``None`` written as ML-Agents' default 5005 and ``num_envs`` written as 1
+        when no ``env_path`` is set.
+
+        ``companion`` holds, per section, what ``official`` cannot: this project's keys
+        (``env_settings.scene``, ``gym_id``, ``backend``, ``ray_*``,
+        ``torch_settings.precision``, POCA's ``shared_critic``, which ML-Agents' ``POCASettings``
+        lacks, ...) and the real values of the keys rewritten above.
+        Merging ``companion`` over ``official`` gives :meth:`to_dict` back.
+        """
+        official = self.to_dict()
+        if self.default_settings_raw is not None:
+            # As written: mlagents-learn merges default_settings under every behavior before
+            # structuring it, so a resolved block (every PPO hyperparameter) would clash with
+            # the already resolved behaviors of another trainer_type.
+            official["default_settings"] = copy.deepcopy(self.default_settings_raw)
+        companion: dict[str, Any] = {}
+        for section, keys in MLAGENTS_KEYS.items():
+            values = official[section]
+            for key in [key for key in values if key not in keys]:
+                companion.setdefault(section, {})[key] = values.pop(key)
+        for name, behavior in official["behaviors"].items():
+            hyper = behavior.get("hyperparameters") or {}
+            if behavior.get("trainer_type") == "poca" and "shared_critic" in hyper:
+                # ML-Agents' POCASettings has no shared_critic (this project's POCA ignores it)
+                companion.setdefault("behaviors", {})[name] = {
+                    "hyperparameters": {"shared_critic": hyper.pop("shared_critic")}
+                }
+        env = official["env_settings"]
+        if env["base_port"] is None:
+            companion.setdefault("env_settings", {})["base_port"] = None
+            env["base_port"] = _MLAGENTS_BASE_PORT
+        if env["env_path"] is None and env["num_envs"] > 1:
+            companion.setdefault("env_settings", {})["num_envs"] = env["num_envs"]
+            env["num_envs"] = 1
+        return official, companion
+
+    def configuration_files(self) -> tuple[str, str]:
+        """The texts of ``configuration.yaml`` and of its companion (:meth:`split_for_mlagents`).
+
+        ``configuration.yaml`` loads in ``mlagents-learn`` 1.1.0; ``unity-train`` reads both
+        back through :func:`load_config_file` (the companion lies beside the file, named by
+        :func:`companion_path`).
+        """
+        official, companion = self.split_for_mlagents()
+        header = (
+            "# unity-train settings that mlagents-learn's configuration.yaml cannot hold.\n"
+            "# unity-train merges them over the configuration file beside this one whenever it\n"
+            "# reads that file (e.g. unity-train results/<run-id>/configuration.yaml --resume).\n"
+        )
+        return (
+            yaml.safe_dump(official, sort_keys=False),
+            header + yaml.safe_dump(companion, sort_keys=False),
+        )
+
+
+_MLAGENTS_BASE_PORT = 5005
+"""``mlagents-learn``'s default ``--base-port`` (``UnityEnvironment.BASE_ENVIRONMENT_PORT``)."""
+
+MLAGENTS_KEYS: dict[str, tuple[str, ...]] = {
+    "env_settings": (
+        "env_path",
+        "env_args",
+        "base_port",
+        "num_envs",
+        "num_areas",
+        "timeout_wait",
+        "seed",
+        "max_lifetime_restarts",
+        "restarts_rate_limit_n",
+        "restarts_rate_limit_period_s",
+    ),
+    "engine_settings": (
+        "width",
+        "height",
+        "quality_level",
+        "time_scale",
+        "target_frame_rate",
+        "capture_frame_rate",
+        "no_graphics",
+        "no_graphics_monitor",
+    ),
+    "checkpoint_settings": (
+        "run_id",
+        "initialize_from",
+        "load_model",
+        "resume",
+        "force",
+        "train_model",
+        "inference",
+        "results_dir",
+    ),
+    "torch_settings": ("device",),
+}
+"""The keys of each section that ``mlagents-learn`` 1.1.0 knows (its ``settings.py`` attrs
+classes ``EnvironmentSettings``, ``EngineSettings``, ``CheckpointSettings``, ``TorchSettings``)."""
+
+COMPANION_SUFFIX = ".unity-train.yaml"
+"""The companion of ``<name>.yaml`` is ``<name>.unity-train.yaml`` in the same folder."""
+
+
+def companion_path(config_path: str | Path) -> Path:
+    """The companion file of ``config_path`` (``configuration.yaml`` ->
+    ``configuration.unity-train.yaml``), which may not exist."""
+    path = Path(config_path)
+    return path.with_name(path.stem + COMPANION_SUFFIX)
 
 
 _SECTION_CLASSES: dict[str, type] = {
@@ -154,10 +276,37 @@ _TOP_LEVEL_KEYS = (
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML configuration file into a dict (an empty file gives ``{}``).
 
+    When the file's companion (:func:`companion_path`, written by ``unity-train`` beside every
+    ``configuration.yaml``) exists, its sections are merged over the file's: this gives back
+    what ``configuration.yaml`` cannot hold for ``mlagents-learn`` (see
+    :meth:`RunOptions.split_for_mlagents`).
+
     Raises:
-        ConfigError: the file is missing, unreadable, not YAML or not a mapping.
+        ConfigError: the file (or its companion) is missing, unreadable, not YAML or not a
+            mapping.
     """
-    config_path = Path(path)
+    data = _read_yaml_mapping(Path(path))
+    companion = companion_path(path)
+    if companion.is_file() and companion.resolve() != Path(path).resolve():
+        extra = _read_yaml_mapping(companion)
+        for section, values in extra.items():
+            if not isinstance(values, Mapping):
+                raise ConfigError(
+                    f"{companion}: {section}: expected a mapping of settings, got {values!r}; "
+                    "delete the file or fix it."
+                )
+            if data.get(section) is None:
+                data[section] = {}
+            if not isinstance(data[section], Mapping):
+                raise ConfigError(f"{path}: {section}: expected a mapping, got {data[section]!r}.")
+            merged = copy.deepcopy(dict(data[section]))
+            _deep_update(merged, values)
+            data[section] = merged
+    return data
+
+
+def _read_yaml_mapping(config_path: Path) -> dict[str, Any]:
+    """The mapping in the YAML file at ``config_path`` (``{}`` for an empty file)."""
     try:
         text = config_path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -245,15 +394,15 @@ def _parse_trainer_settings(
     trainer_type = merged.get("trainer_type", "ppo")
     if trainer_type in _UNSUPPORTED_TRAINERS:
         raise _unsupported(f"{path}.trainer_type", _UNSUPPORTED_TRAINERS[trainer_type])
-    if trainer_type not in get_args(TrainerType):
-        raise ConfigError(
-            f"{path}.trainer_type: {trainer_type!r} is not a trainer type; "
-            "use 'ppo', 'sac' or 'poca'."
-        )
-    # POCA takes PPO's hyperparameters (ML-Agents' POCASettings are PPO's)
-    hyper_cls = SACHyperparameters if trainer_type == "sac" else PPOHyperparameters
+    from trainers.plugins import BUILTIN_TRAINER_TYPES, hyperparameters_class
+
+    if not isinstance(trainer_type, str):
+        raise ConfigError(f"{path}.trainer_type: expected a name, got {trainer_type!r}.")
+    # built-in types first, then the unity_train.trainer_type plugins (trainers.plugins)
+    hyper_cls = hyperparameters_class(trainer_type, f"{path}.trainer_type")
     hyper_raw = merged.pop("hyperparameters", None)
-    _reject_other_trainer_keys(hyper_raw, hyper_cls, trainer_type, f"{path}.hyperparameters")
+    if trainer_type in BUILTIN_TRAINER_TYPES:
+        _reject_other_trainer_keys(hyper_raw, hyper_cls, trainer_type, f"{path}.hyperparameters")
     signals_raw = merged.pop("reward_signals", None)
     settings = _structure(TrainerSettings, merged, path)
     settings.hyperparameters = _structure(hyper_cls, hyper_raw, f"{path}.hyperparameters")
@@ -279,6 +428,11 @@ def _reject_other_trainer_keys(raw: Any, cls: type, trainer_type: str, path: str
 
 
 def _parse_reward_signals(raw: Any, path: str) -> dict[str, RewardSignalSettings]:
+    """The signals as configured; without an ``extrinsic`` entry the environment's rewards are
+    not learned from (ML-Agents 1.1.0 accepts such configs, e.g. GAIL alone: its
+    ``RewardSignalSettings.structure`` takes whichever signals are listed and its trainers
+    create providers for those only). The trainers then keep an extrinsic head of strength 0
+    (:attr:`TrainerSettings.extrinsic`)."""
     if raw is None:
         return {"extrinsic": ExtrinsicRewardSettings()}
     if not isinstance(raw, Mapping):
@@ -305,10 +459,4 @@ def _parse_reward_signals(raw: Any, path: str) -> dict[str, RewardSignalSettings
                 _check_positive(where, "encoding_size", encoding_size)
                 signal.network_settings.hidden_units = int(encoding_size)
         signals[name] = signal
-    if "extrinsic" not in signals:
-        raise ConfigError(
-            f"{path}: no 'extrinsic' reward signal; add "
-            "'extrinsic: {gamma: 0.99, strength: 1.0}' (use strength: 0 to learn from the "
-            "other signals only)."
-        )
     return signals

@@ -31,6 +31,7 @@ ScheduleType = Literal["linear", "constant"]
 
 
 TrainerType = Literal["ppo", "sac", "poca"]
+"""The built-in trainer types (plugins add others: :mod:`trainers.plugins`)."""
 
 
 @dataclass
@@ -148,7 +149,9 @@ class SelfPlaySettings:
 class TrainerSettings:
     """Everything that configures the trainer of one behavior."""
 
-    trainer_type: TrainerType = "ppo"
+    # a built-in TrainerType or the name of a unity_train.trainer_type plugin (trainers.plugins)
+    trainer_type: str = "ppo"
+    # for a plugin's trainer type: an instance of its hyperparameters dataclass
     hyperparameters: Hyperparameters = field(default_factory=PPOHyperparameters)
     network_settings: NetworkSettings = field(default_factory=NetworkSettings)
     reward_signals: dict[str, RewardSignalSettings] = field(
@@ -167,8 +170,14 @@ class TrainerSettings:
 
     @property
     def extrinsic(self) -> RewardSignalSettings:
-        """The extrinsic reward-signal settings (always present after validation)."""
-        return self.reward_signals["extrinsic"]
+        """The extrinsic reward-signal settings.
+
+        A config without ``reward_signals.extrinsic`` (accepted as in ML-Agents 1.1.0, e.g.
+        GAIL alone) gets strength 0: the environment's rewards weigh nothing. Unlike
+        ML-Agents, which then has no extrinsic value head, the trainers keep that head (it
+        learns values of zero rewards) and still report ``Policy/Extrinsic Reward`` (0).
+        """
+        return self.reward_signals.get("extrinsic") or ExtrinsicRewardSettings(strength=0.0)
 
     def _validate(self, path: str) -> None:
         _check_positive(path, "keep_checkpoints", self.keep_checkpoints)
