@@ -40,6 +40,7 @@ from unity_gym.protocol.communicator_objects.observation_pb2 import NONE, Observ
 from unity_gym.timers import hierarchical_timer, timed
 
 __all__ = [
+    "COMPRESSION_TYPE_NONE",
     "PNG_HEADER",
     "ActionSpec",
     "AgentInfoProto",
@@ -63,6 +64,8 @@ __all__ = [
     "timed",
 ]
 
+COMPRESSION_TYPE_NONE = NONE
+"""``CompressionTypeProto.NONE``: an uncompressed (float) observation."""
 PNG_HEADER = decoding.PNG_SIGNATURE
 """The eight bytes every PNG starts with."""
 

@@ -176,6 +176,7 @@ def get_local_binary_path(name: str, url: str, tmp_dir: str | None = None) -> st
         FileNotFoundError: if the downloaded zip holds no executable for this platform.
     """
     tmp = tmp_dir or tempfile.gettempdir()
+    get_tmp_dirs(tmp_dir)  # creates ``tmp`` too, where the lock file goes
     with _locked(os.path.join(tmp, name + ".lock")):
         path = get_local_binary_path_if_exists(name, url, tmp_dir=tmp_dir)
         if path is None:
