@@ -420,9 +420,10 @@ def test_mirrors_export_every_official_public_name(peer_python: Path) -> None:
         path = root / name.replace(".", "/")
         source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
         official[name] = _official_public_names(source, internal=())
+    modules = SERVED_MIRRORS + ["mlagents_envs.communicator_objects." + m for m in _PB2]
     exported = run_python_json(
         "import importlib, json\nimport unity_gym.mlagents_compat\n"
-        f"modules = {SERVED_MIRRORS + ['mlagents_envs.communicator_objects.' + m for m in _PB2]!r}\n"
+        f"modules = {modules!r}\n"
         "print(json.dumps({n: sorted(importlib.import_module(n).__all__) for n in modules}))"
     )
     for name, names in official.items():
