@@ -10,9 +10,12 @@ File layout written by Unity's ``DemonstrationWriter``:
 
 Example::
 
-    demo = load_demonstration("ExpertBasic.demo")
+    demo = read_demonstration("ExpertBasic.demo")
     obs = demo.observations(0)          # (n_steps, 20) float32
     actions = demo.discrete_actions()   # (n_steps, 1) int32
+
+    # ML-Agents' own shape: a file or a folder of them, as protos
+    spec, info_action_pairs, total_expected = load_demonstration("demos/")
 """
 
 from __future__ import annotations
@@ -47,10 +50,13 @@ __all__ = [
     "DemonstrationError",
     "DemonstrationMeta",
     "DemonstrationStep",
+    "DemonstrationVersionError",
     "delimited",
     "demonstration_bytes",
     "demonstration_header",
+    "get_demo_files",
     "load_demonstration",
+    "read_demonstration",
     "sanitize_demonstration_name",
 ]
 
@@ -69,6 +75,13 @@ MAX_NAME_LENGTH = 16
 
 class DemonstrationError(UnityException, ValueError):
     """A file is not a readable ``.demo`` recording (wrong format, truncated, unsupported)."""
+
+
+class DemonstrationVersionError(DemonstrationError, RuntimeError):
+    """A ``.demo`` file has a format version this reader does not support.
+
+    Also a :class:`RuntimeError`, which ML-Agents' trainers raise for it.
+    """
 
 
 @dataclass(frozen=True)
@@ -326,7 +339,7 @@ def _read_meta(data: bytes, path: Path) -> DemonstrationMeta:
             f"{path}: not a Unity .demo file (the header is not demonstration meta-data: {error})."
         ) from None
     if proto.api_version not in SUPPORTED_API_VERSIONS:
-        raise DemonstrationError(
+        raise DemonstrationVersionError(
             f"{path}: demonstration format version {proto.api_version} is not supported "
             f"(supported: {sorted(SUPPORTED_API_VERSIONS)}). Record it again with a "
             "supported ML-Agents version."
@@ -443,28 +456,15 @@ def _step_from_record(
     )
 
 
-def load_demonstration(path: str | os.PathLike[str]) -> Demonstration:
-    """Read a Unity ``.demo`` file.
-
-    Reads exactly ``meta.number_steps`` records; anything after them (the trailing meta copy of
-    newer files) is ignored. Observation specs come from the first record, the action spec from
-    the brain parameters (deprecated fields when ``action_spec`` is empty). Records holding only
-    ``vector_actions_deprecated`` are split into continuous then discrete values.
-
-    Args:
-        path: the ``.demo`` file.
-
-    Raises:
-        FileNotFoundError: if ``path`` does not exist.
-        IsADirectoryError: if ``path`` is a folder.
-        DemonstrationError: if the file is not a demonstration, is truncated, has an unsupported
-            format version, has no recorded step, or has records inconsistent with its specs.
-    """
-    file_path = Path(path)
+def _read_file(
+    file_path: Path, *, allow_empty: bool = False
+) -> tuple[DemonstrationMeta, BrainParametersProto, list[AgentInfoActionPairProto]]:
+    """The meta-data, brain parameters and ``number_steps`` records of one ``.demo`` file."""
     if file_path.is_dir():
         raise IsADirectoryError(
             f"{file_path} is a folder; pass one .demo file (e.g. "
-            f"{[p.name for p in sorted(file_path.glob('*.demo'))][:3]})."
+            f"{[p.name for p in sorted(file_path.glob('*.demo'))][:3]}), or use "
+            "load_demonstration, which reads a folder of them."
         )
     if not file_path.exists():
         raise FileNotFoundError(f"Demonstration file {file_path} does not exist.")
@@ -480,7 +480,7 @@ def load_demonstration(path: str | os.PathLike[str]) -> Demonstration:
             f"{file_path}: brain parameters at offset {BRAIN_PARAMETERS_OFFSET} are unreadable "
             f"({error}); not a Unity .demo file."
         ) from None
-    if meta.number_steps == 0:
+    if meta.number_steps == 0 and not allow_empty:
         raise DemonstrationError(
             f"{file_path}: the demonstration has no recorded steps (number_steps is 0)."
         )
@@ -501,7 +501,29 @@ def load_demonstration(path: str | os.PathLike[str]) -> Demonstration:
                 f"{file_path}: record {index} is unreadable ({error}); the file is corrupted."
             ) from None
         records.append(record)
+    return meta, brain, records
 
+
+def read_demonstration(path: str | os.PathLike[str]) -> Demonstration:
+    """Read one Unity ``.demo`` file into a :class:`Demonstration` (decoded arrays).
+
+    Reads exactly ``meta.number_steps`` records; anything after them (the trailing meta copy of
+    newer files) is ignored. Observation specs come from the first record, the action spec from
+    the brain parameters (deprecated fields when ``action_spec`` is empty). Records holding only
+    ``vector_actions_deprecated`` are split into continuous then discrete values.
+
+    Args:
+        path: the ``.demo`` file.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        IsADirectoryError: if ``path`` is a folder.
+        DemonstrationError: if the file is not a demonstration, is truncated, has an unsupported
+            format version (:class:`DemonstrationVersionError`), has no recorded step, or has
+            records inconsistent with its specs.
+    """
+    file_path = Path(path)
+    meta, brain, records = _read_file(file_path)
     try:
         behavior_spec = behavior_spec_from_proto(brain, records[0].agent_info)
     except UnityObservationException as error:
@@ -513,3 +535,68 @@ def load_demonstration(path: str | os.PathLike[str]) -> Demonstration:
         behavior_spec=behavior_spec,
         steps=steps,
     )
+
+
+def get_demo_files(path: str | os.PathLike[str]) -> list[str]:
+    """The ``.demo`` files at ``path``: the file itself, or those directly in a folder.
+
+    Official rules (``mlagents.trainers.demo_loader.get_demo_files``): a file must end in
+    ``.demo``; a folder contributes the entries whose names end in ``.demo`` (not its
+    subfolders' files), here sorted by name (officially in ``os.listdir`` order, which is
+    unspecified).
+
+    Raises:
+        ValueError: for a file not ending in ``.demo``, or a folder without ``.demo`` files.
+        FileNotFoundError: if ``path`` does not exist.
+    """
+    text = os.fspath(path)
+    if os.path.isfile(text):
+        if not text.endswith(".demo"):
+            raise ValueError(f"The path provided is not a '.demo' file: {text}.")
+        return [text]
+    if os.path.isdir(text):
+        found = sorted(os.path.join(text, n) for n in os.listdir(text) if n.endswith(".demo"))
+        if not found:
+            raise ValueError(f"There are no '.demo' files in the provided directory {text}.")
+        return found
+    raise FileNotFoundError(f"The demonstration file or directory {text} does not exist.")
+
+
+def load_demonstration(
+    file_path: str | os.PathLike[str],
+) -> tuple[BehaviorSpec, list[AgentInfoActionPairProto], int]:
+    """Read a ``.demo`` file or a folder of them, as ML-Agents' trainers do.
+
+    Official semantics (``mlagents.trainers.demo_loader.load_demonstration``): the files are
+    :func:`get_demo_files`'s; their records are concatenated in that order; ``total_expected``
+    is the sum of the files' ``number_steps``; the behavior spec is built from the first file
+    that has a record (brain parameters plus its first record's observations) and the other
+    files are not checked against it. For decoded arrays of one file use
+    :func:`read_demonstration`.
+
+    Returns:
+        ``(behavior_spec, info_action_pairs, total_expected)``: the spec, every
+        ``AgentInfoActionPairProto`` record, and the number of records the headers announce.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`get_demo_files`.
+        DemonstrationVersionError: (a :class:`RuntimeError`) for an unsupported format version.
+        RuntimeError: if no file holds a record ("No BrainParameters found").
+        DemonstrationError: for a file that is not a demonstration or is truncated.
+    """
+    behavior_spec: BehaviorSpec | None = None
+    pairs: list[AgentInfoActionPairProto] = []
+    total_expected = 0
+    for name in get_demo_files(file_path):
+        path = Path(name)
+        meta, brain, records = _read_file(path, allow_empty=True)
+        total_expected += meta.number_steps
+        if behavior_spec is None and records:
+            try:
+                behavior_spec = behavior_spec_from_proto(brain, records[0].agent_info)
+            except UnityObservationException as error:
+                raise DemonstrationError(f"{path}: {error}") from error
+        pairs.extend(records)
+    if behavior_spec is None:
+        raise RuntimeError(f"No BrainParameters found in demonstration file at {file_path}.")
+    return behavior_spec, pairs, total_expected

@@ -13,6 +13,7 @@ __all__ = [
     "UnityException",
     "UnityMultipleBehaviorsException",
     "UnityObservationException",
+    "UnityPolicyException",
     "UnitySideChannelException",
     "UnityTimeOutException",
     "UnityWorkerInUseException",
@@ -56,6 +57,10 @@ class UnityObservationException(UnityException):
 
 class UnityActionException(UnityException):
     """Actions given by the user do not match the behavior's action spec."""
+
+
+class UnityPolicyException(UnityException):
+    """A policy (trainer side) failed; ``mlagents_envs.exception.UnityPolicyException``."""
 
 
 class UnityTimeOutException(UnityException):

@@ -31,24 +31,44 @@ modules, rather than unity_gym's module objects under a second name, because the
 names, and because unity_gym's modules keep their own names and attributes.
 
 An alias module exports the names that the official module defines, plus the official package's
-own names it imports (``mlagents_envs.environment.ActionTuple``, ...). Left out, as unity_gym has
-no counterpart: ``mlagents_envs.exception.UnityPolicyException`` (a trainer error),
-``mlagents_envs.timers.merge_gauges`` (see :func:`unity_gym.timers.merge_timer_tree`),
-``mlagents_envs.timers.FuncT`` (a typing helper), the ``logger`` objects,
-``mlagents_envs.environment.env_utils``, ``mlagents_envs.__release_tag__``, and what the official
-modules import from the standard library, typing, protobuf and their RPC layer
-(``RpcCommunicator``, ``steps_from_proto``, ``STEP``, ...).
+own names it imports (``mlagents_envs.environment.ActionTuple``, ``env_utils``, ...). Left out:
+the ``logger`` objects, ``mlagents_envs.__release_tag__``, and what the official modules of
+:data:`ALIASED_MODULES` import from the standard library, typing, protobuf and their RPC layer
+(``RpcCommunicator``, ``steps_from_proto`` in ``environment``, ``STEP``, ...).
 ``mlagents_envs.__version__`` is ``"1.1.0"``, the official release whose API this mirrors.
-Beyond names, keyword callers may notice that some parameters are named differently
-(``OutgoingMessage.write_bool(value=...)`` is ``b=`` officially, likewise the other ``write_*``
-methods, ``set_raw_bytes`` and ``GaugeNode.update``), and that
-``UnityWorkerInUseException.MESSAGE_TEMPLATE`` does not exist; positional calls are unaffected.
+Keyword names are the official ones (``OutgoingMessage.write_bool(b=...)``,
+``write_int32(i=...)``, ``write_float32(f=...)``, ``write_float32_list(float_list=...)``,
+``write_string(s=...)``, ``set_raw_bytes(buffer=...)``, ``GaugeNode.update(new_value=...)``);
+``UnityWorkerInUseException.MESSAGE_TEMPLATE`` does not exist.
 
-The other official submodules (``mlagents_envs.envs``, ``mlagents_envs.registry``,
-``mlagents_envs.communicator_objects``, ...) are not provided: importing one raises
-:class:`ModuleNotFoundError` saying what to use instead. The official package and this one cannot
-share a process: importing this module after an official ``mlagents_envs`` module raises
-:class:`ImportError`.
+Every other ``mlagents_envs.<path>`` is served from ``unity_gym.compat.<path>`` when that mirror
+module exists (:data:`COMPAT_PACKAGE`; the alias exports the mirror's ``__all__``):
+
+* ``mlagents_envs.registry`` (``UnityEnvRegistry``, ``default_registry``; submodules
+  ``unity_env_registry``, ``base_registry_entry``, ``remote_registry_entry``,
+  ``binary_utils``): ``default_registry["3DBall"].make(**kwargs)`` opens unity_gym's built-in
+  scene with no download; the other official examples are downloaded from the official manifest
+  when the network allows (:mod:`unity_gym.compat.registry.unity_env_registry`);
+* ``mlagents_envs.env_utils``, ``mlagents_envs.logging_util`` (``set_log_level`` also sets
+  the level of unity_gym's own ``unity_gym`` and ``trainers`` loggers) and
+  ``mlagents_envs.rpc_utils`` (built on :mod:`unity_gym.decoding`);
+* ``mlagents_envs.communicator_objects.*_pb2``: unity_gym's generated protocol classes
+  (:mod:`unity_gym.protocol`), not the gRPC stubs ``unity_to_external_pb2_grpc``;
+* ``mlagents_envs.envs`` (the Gym and PettingZoo wrappers) once ``unity_gym.compat.envs``
+  provides them.
+
+Not provided, as they are the official RPC layer, which unity_gym replaces with its own
+(:mod:`unity_gym.communicator`): ``mlagents_envs.communicator``, ``rpc_communicator`` and
+``mock_communicator``; importing one raises :class:`ModuleNotFoundError` saying what to use
+instead (so does any other official module without a mirror).
+
+One deliberate difference in behaviour: a ``UnityEnvironment`` that launches an executable with
+``base_port=None`` listens on a port the operating system picks, where the official one uses
+``5005 + worker_id``, so that parallel environments never collide; pass ``base_port=5005``
+(and ``worker_id``) for the official port.
+
+The official package and this one cannot share a process: importing this module after an
+official ``mlagents_envs`` module raises :class:`ImportError`.
 """
 
 from __future__ import annotations
@@ -135,6 +155,7 @@ _EXCEPTION_NAMES: Final = (
     "UnityEnvironmentException",
     "UnityException",
     "UnityObservationException",
+    "UnityPolicyException",
     "UnitySideChannelException",
     "UnityTimeOutException",
     "UnityWorkerInUseException",
@@ -146,6 +167,9 @@ _HOMES: Final[dict[str, str]] = {
     **dict.fromkeys(_EXCEPTION_NAMES, "unity_gym.exceptions"),
     "UnityEnvironment": "unity_gym.environment",
     "TIMER_FORMAT_VERSION": "unity_gym.timers",
+    "FuncT": "unity_gym.timers",
+    "merge_gauges": "unity_gym.timers",
+    "env_utils": "unity_gym.compat.env_utils",
     "GaugeNode": "unity_gym.timers",
     "TimerNode": "unity_gym.timers",
     "TimerStack": "unity_gym.timers",
@@ -196,12 +220,14 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
         "UnityCommunicatorStoppedException",
         "UnityEnvironmentException",
         "UnityTimeOutException",
+        "env_utils",
         "hierarchical_timer",
         "timed",
     ),
     "mlagents_envs.exception": _EXCEPTION_NAMES,
     "mlagents_envs.timers": (
         "TIMER_FORMAT_VERSION",
+        "FuncT",
         "GaugeNode",
         "TimerNode",
         "TimerStack",
@@ -210,6 +236,7 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
         "get_timer_stack_for_thread",
         "get_timer_tree",
         "hierarchical_timer",
+        "merge_gauges",
         "reset_timers",
         "set_gauge",
         "timed",
@@ -255,18 +282,17 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
 """The names each alias module exports (its ``__all__``)."""
 
 _NOT_PROVIDED_HINTS: Final = {
-    "mlagents_envs.envs": (
-        "For a Gymnasium env use gymnasium.make('Unity-v0', file_name=...) or "
-        "unity_gym.UnityGymEnv; for PettingZoo use unity_gym.pettingzoo."
+    "mlagents_envs.rpc_communicator": (
+        "unity_gym's bridge has its own gRPC layer (unity_gym.communicator); open games with "
+        "mlagents_envs.environment.UnityEnvironment."
     ),
-    "mlagents_envs.registry": (
-        "It downloads Unity's prebuilt example games; pass your own build to "
-        "UnityEnvironment(file_name=...), or build a headless stand-in of the examples with "
-        "`python -m unity_gym.player.build --scene 3DBall --output builds/`."
+    "mlagents_envs.communicator": (
+        "unity_gym's bridge has its own gRPC layer (unity_gym.communicator); open games with "
+        "mlagents_envs.environment.UnityEnvironment."
     ),
-    "mlagents_envs.communicator_objects": "The protocol messages are in unity_gym.protocol.",
-    "mlagents_envs.rpc_utils": (
-        "Observation decoding is internal to unity_gym (unity_gym.decoding)."
+    "mlagents_envs.mock_communicator": (
+        "It is a test double of the official RPC layer; test against a real game instead, e.g. "
+        "a built-in scene: mlagents_envs.registry.default_registry['3DBall'].make()."
     ),
 }
 
@@ -278,10 +304,19 @@ def _not_provided_message(fullname: str) -> str:
     )
     return (
         f"{fullname} is part of the official ml-agents package and is not provided by "
-        "unity_gym.mlagents_compat, which serves only mlagents_envs, its base_env, environment, "
-        "exception and timers modules and its side_channel package (ALIASED_MODULES lists "
-        f"them). {hint}"
+        "unity_gym.mlagents_compat, which serves the modules of ALIASED_MODULES and those that "
+        f"unity_gym.compat mirrors (see the unity_gym.mlagents_compat docstring). {hint}"
     )
+
+
+def _resolve(export: str) -> object:
+    """unity_gym's object for an exported name: an attribute of its home, or the home module
+    itself when the name is the module's (``env_utils``)."""
+    home = _HOMES[export]
+    module = importlib.import_module(home)
+    if home.rsplit(".", 1)[-1] == export:
+        return module
+    return getattr(module, export)
 
 
 def _compat_name(fullname: str) -> str:
@@ -355,7 +390,7 @@ class _MlagentsEnvsImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if name in ALIASED_MODULES:
             exports = _EXPORTS[name]
             for export in exports:
-                namespace[export] = getattr(importlib.import_module(_HOMES[export]), export)
+                namespace[export] = _resolve(export)
             home = ALIASED_MODULES[name]
         else:
             home = _compat_name(name)

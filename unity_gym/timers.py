@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 
 __all__ = [
     "TIMER_FORMAT_VERSION",
+    "FuncT",
     "GaugeNode",
     "TimerNode",
     "TimerStack",
@@ -53,6 +54,7 @@ __all__ = [
     "get_timer_stack_for_thread",
     "get_timer_tree",
     "hierarchical_timer",
+    "merge_gauges",
     "merge_timer_tree",
     "reset_timers",
     "set_gauge",
@@ -65,7 +67,8 @@ TIMER_FORMAT_VERSION = "0.1.0"
 """Version of the JSON layout, recorded in the tree's metadata."""
 
 _clock = time.perf_counter
-_FuncT = TypeVar("_FuncT", bound=Callable[..., Any])
+FuncT = TypeVar("FuncT", bound=Callable[..., Any])
+"""The type of a function :func:`timed` wraps (``mlagents_envs.timers.FuncT``)."""
 
 
 class TimerNode:
@@ -149,15 +152,20 @@ class TimerNode:
 
 
 class GaugeNode:
-    """Latest value of a metric, with its minimum, maximum and number of updates."""
+    """Latest value of a metric, with its minimum, maximum and number of updates.
 
-    __slots__ = ("count", "max_value", "min_value", "value")
+    As ``mlagents_envs.timers.GaugeNode``: each node remembers when its value was last set
+    (``time.time()``), and :meth:`merge` keeps the later of the two values.
+    """
+
+    __slots__ = ("_timestamp", "count", "max_value", "min_value", "value")
 
     def __init__(self, value: float) -> None:
         self.value = value
         self.min_value = value
         self.max_value = value
         self.count = 1
+        self._timestamp = time.time()
 
     @property
     def min(self) -> float:
@@ -169,16 +177,22 @@ class GaugeNode:
         """Largest value seen (alias of ``max_value``)."""
         return self.max_value
 
-    def update(self, value: float) -> None:
-        """Record a new latest value."""
-        self.value = value
-        self.min_value = min(self.min_value, value)
-        self.max_value = max(self.max_value, value)
+    def update(self, new_value: float) -> None:
+        """Record a new latest value (keyword ``new_value`` as officially)."""
+        self.value = new_value
+        self.min_value = min(self.min_value, new_value)
+        self.max_value = max(self.max_value, new_value)
         self.count += 1
+        self._timestamp = time.time()
 
     def merge(self, other: GaugeNode) -> None:
-        """Fold ``other`` in; its value is taken as the newer one."""
-        self.value = other.value
+        """Fold ``other`` in: min, max and count combine; the value set later wins.
+
+        As officially, ties keep this node's value.
+        """
+        if self._timestamp < other._timestamp:
+            self.value = other.value
+            self._timestamp = other._timestamp
         self.min_value = min(self.min_value, other.min_value)
         self.max_value = max(self.max_value, other.max_value)
         self.count += other.count
@@ -396,7 +410,7 @@ def hierarchical_timer(
     return _HierarchicalTimer(name, timer_stack)
 
 
-def timed(func: _FuncT) -> _FuncT:
+def timed(func: FuncT) -> FuncT:
     """Decorator timing every call of ``func`` under its ``__qualname__``.
 
     Records into the calling thread's stack. Adds a few hundred nanoseconds per call.
@@ -450,6 +464,26 @@ def get_timer_root(timer_stack: TimerStack | None = None) -> TimerNode:
 def reset_timers(timer_stack: TimerStack | None = None) -> None:
     """Clear the timer tree, gauges and metadata (see :meth:`TimerStack.reset`)."""
     (timer_stack or _local.stack).reset()
+
+
+def merge_gauges(gauges: Mapping[str, GaugeNode], timer_stack: TimerStack | None = None) -> None:
+    """Fold ``gauges`` (e.g. another stack's ``gauges``) into a stack's gauges.
+
+    Official semantics (``mlagents_envs.timers.merge_gauges``): a gauge the stack already has is
+    merged with :meth:`GaugeNode.merge` (the later value wins); a new one is added as the given
+    node object itself, not a copy.
+
+    Args:
+        gauges: gauges by name.
+        timer_stack: stack to merge into; the calling thread's when ``None``.
+    """
+    stack = timer_stack or _local.stack
+    for name, gauge in gauges.items():
+        existing = stack.gauges.get(name)
+        if existing is None:
+            stack.gauges[name] = gauge
+        else:
+            existing.merge(gauge)
 
 
 def merge_timer_tree(

@@ -11,7 +11,12 @@ from demo_writer import delimited, demo_bytes
 from PIL import Image
 
 from unity_gym.base_env import ActionSpec
-from unity_gym.demo import DemonstrationError, load_demonstration
+from unity_gym.demo import (
+    DemonstrationError,
+    get_demo_files,
+    load_demonstration,
+    read_demonstration,
+)
 from unity_gym.exceptions import UnityException
 from unity_gym.protocol.communicator_objects.agent_info_action_pair_pb2 import (
     AgentInfoActionPairProto,
@@ -68,7 +73,7 @@ def write(tmp_path: Path, data: bytes, name: str = "synthetic.demo") -> Path:
 
 def test_round_trip_of_a_synthetic_hybrid_file(tmp_path: Path) -> None:
     records = [vector_record(i, done=(i == 2)) for i in range(3)]
-    demo = load_demonstration(write(tmp_path, demo_bytes(meta(3), hybrid_brain(), records)))
+    demo = read_demonstration(write(tmp_path, demo_bytes(meta(3), hybrid_brain(), records)))
     assert demo.meta.name == "synthetic" and demo.meta.mean_reward == 1.5
     assert demo.behavior_spec.action_spec == ActionSpec(2, (3, 2))
     assert demo.observations(0).shape == (3, 2, 3)
@@ -86,7 +91,7 @@ def test_stops_after_number_steps_without_trailing_meta(tmp_path: Path) -> None:
     records = [vector_record(i) for i in range(4)]
     # The header announces 2 steps; the other two records (and no trailing meta) are ignored.
     data = demo_bytes(meta(2), hybrid_brain(), records, trailing_meta=False)
-    assert len(load_demonstration(write(tmp_path, data))) == 2
+    assert len(read_demonstration(write(tmp_path, data))) == 2
 
 
 def test_deprecated_actions_split_by_spec(tmp_path: Path) -> None:
@@ -94,7 +99,7 @@ def test_deprecated_actions_split_by_spec(tmp_path: Path) -> None:
     record.action_info.ClearField("continuous_actions")
     record.action_info.ClearField("discrete_actions")
     record.action_info.vector_actions_deprecated.extend([0.25, -1.0, 2.0, 1.0])
-    step = load_demonstration(write(tmp_path, demo_bytes(meta(1), hybrid_brain(), [record])))
+    step = read_demonstration(write(tmp_path, demo_bytes(meta(1), hybrid_brain(), [record])))
     (only,) = step.steps
     assert only.continuous_actions.tolist() == [0.25, -1.0]
     assert only.discrete_actions.tolist() == [2, 1] and only.has_action
@@ -107,7 +112,7 @@ def test_deprecated_action_spec_fallback(tmp_path: Path) -> None:
     record.action_info.ClearField("continuous_actions")
     record.action_info.ClearField("discrete_actions")
     record.action_info.vector_actions_deprecated.extend([3.0, 1.0])
-    demo = load_demonstration(write(tmp_path, demo_bytes(meta(1), brain, [record])))
+    demo = read_demonstration(write(tmp_path, demo_bytes(meta(1), brain, [record])))
     assert demo.behavior_spec.action_spec == ActionSpec(0, (4, 2))
     assert demo.discrete_actions().tolist() == [[3, 1]]
 
@@ -124,7 +129,7 @@ def test_png_observations_in_legacy_hwc_shape_keep_that_shape(tmp_path: Path) ->
     record.action_info.vector_actions_deprecated.append(1.0)
     brain = BrainParametersProto(brain_name="Legacy")
     brain.vector_action_size_deprecated.append(2)
-    demo = load_demonstration(write(tmp_path, demo_bytes(meta(1), brain, [record])))
+    demo = read_demonstration(write(tmp_path, demo_bytes(meta(1), brain, [record])))
     np.testing.assert_allclose(demo.observations(0)[0], pixels / 255.0, atol=1e-6)
 
 
@@ -138,7 +143,7 @@ def test_png_observations_in_legacy_hwc_shape_keep_that_shape(tmp_path: Path) ->
 )
 def test_not_a_demo_file(tmp_path: Path, data: bytes, match: str) -> None:
     with pytest.raises(DemonstrationError, match=match) as info:
-        load_demonstration(write(tmp_path, data))
+        read_demonstration(write(tmp_path, data))
     assert isinstance(info.value, UnityException) and isinstance(info.value, ValueError)
 
 
@@ -146,7 +151,7 @@ def test_real_png_file_is_not_a_demo(tmp_path: Path) -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (32, 32)).save(buffer, format="PNG")
     with pytest.raises(DemonstrationError, match=r"not a Unity \.demo"):
-        load_demonstration(write(tmp_path, buffer.getvalue(), "image.demo"))
+        read_demonstration(write(tmp_path, buffer.getvalue(), "image.demo"))
 
 
 def test_unsupported_api_version(tmp_path: Path) -> None:
@@ -154,37 +159,37 @@ def test_unsupported_api_version(tmp_path: Path) -> None:
     with pytest.raises(
         DemonstrationError, match=r"version 2 is not supported \(supported: \[0, 1\]"
     ):
-        load_demonstration(write(tmp_path, data))
+        read_demonstration(write(tmp_path, data))
 
 
 def test_api_version_zero_is_accepted(tmp_path: Path) -> None:
     data = demo_bytes(meta(1, api_version=0), hybrid_brain(), [vector_record(0)])
-    assert load_demonstration(write(tmp_path, data)).meta.api_version == 0
+    assert read_demonstration(write(tmp_path, data)).meta.api_version == 0
 
 
 @pytest.mark.parametrize("missing", [1, 10, 60])
 def test_truncated_file(tmp_path: Path, missing: int) -> None:
     data = demo_bytes(meta(3), hybrid_brain(), [vector_record(i) for i in range(3)], False)
     with pytest.raises(DemonstrationError, match="truncated"):
-        load_demonstration(write(tmp_path, data[:-missing]))
+        read_demonstration(write(tmp_path, data[:-missing]))
 
 
 def test_fewer_records_than_announced(tmp_path: Path) -> None:
     data = demo_bytes(meta(5), hybrid_brain(), [vector_record(i) for i in range(3)], False)
     with pytest.raises(DemonstrationError, match="after 3 of the 5 records"):
-        load_demonstration(write(tmp_path, data))
+        read_demonstration(write(tmp_path, data))
 
 
 def test_truncated_real_file(demos_dir: Path, tmp_path: Path) -> None:
     data = (demos_dir / "ExpertPushBlock.demo").read_bytes()
     with pytest.raises(DemonstrationError, match="truncated"):
-        load_demonstration(write(tmp_path, data[: len(data) // 2]))
+        read_demonstration(write(tmp_path, data[: len(data) // 2]))
 
 
 def test_zero_steps(tmp_path: Path) -> None:
     data = demo_bytes(meta(0), hybrid_brain(), [])
     with pytest.raises(DemonstrationError, match="no recorded steps"):
-        load_demonstration(write(tmp_path, data))
+        read_demonstration(write(tmp_path, data))
 
 
 def test_records_inconsistent_with_specs(tmp_path: Path) -> None:
@@ -192,13 +197,13 @@ def test_records_inconsistent_with_specs(tmp_path: Path) -> None:
     bad_actions.action_info.discrete_actions.append(0)  # 3 values for 2 branches
     data = demo_bytes(meta(2), hybrid_brain(), [vector_record(0), bad_actions])
     with pytest.raises(DemonstrationError, match="record 1: recorded 2 continuous and 3 discrete"):
-        load_demonstration(write(tmp_path, data))
+        read_demonstration(write(tmp_path, data))
 
     bad_obs = vector_record(1)
     bad_obs.agent_info.observations[0].float_data.data.append(1.0)
     data = demo_bytes(meta(2), hybrid_brain(), [vector_record(0), bad_obs])
     with pytest.raises(DemonstrationError, match="7 float values recorded, shape"):
-        load_demonstration(write(tmp_path, data))
+        read_demonstration(write(tmp_path, data))
 
 
 def test_header_meta_overrunning_33_bytes(tmp_path: Path) -> None:
@@ -206,11 +211,74 @@ def test_header_meta_overrunning_33_bytes(tmp_path: Path) -> None:
     long_meta.demonstration_name = "x" * 40
     data = delimited(long_meta) + delimited(hybrid_brain()) + delimited(vector_record(0))
     with pytest.raises(DemonstrationError, match=r"not a Unity \.demo"):
-        load_demonstration(write(tmp_path, data))
+        read_demonstration(write(tmp_path, data))
 
 
 def test_missing_file_and_folder(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        load_demonstration(tmp_path / "absent.demo")
+        read_demonstration(tmp_path / "absent.demo")
     with pytest.raises(IsADirectoryError, match=r"pass one \.demo file"):
+        read_demonstration(tmp_path)
+
+
+# --------------------------------------------------------------------------------------------
+# load_demonstration: ML-Agents' (behavior_spec, info_action_pairs, total_expected)
+# --------------------------------------------------------------------------------------------
+
+
+def test_load_demonstration_reads_a_folder_as_mlagents_does(tmp_path: Path) -> None:
+    """Official demo_loader: the folder's ``*.demo`` entries (no subfolder, no other file),
+    records concatenated, ``total_expected`` summed, the spec from the first file."""
+    folder = tmp_path / "demos"
+    (folder / "nested").mkdir(parents=True)
+    write(
+        folder, demo_bytes(meta(2), hybrid_brain(), [vector_record(0), vector_record(1)]), "b.demo"
+    )
+    write(folder, demo_bytes(meta(1), hybrid_brain(), [vector_record(5)]), "a.demo")
+    write(folder, b"not a demo", "notes.txt")
+    write(folder / "nested", b"ignored", "c.demo")
+    spec, pairs, total_expected = load_demonstration(folder)
+    assert total_expected == 3
+    assert len(pairs) == 3
+    assert all(isinstance(p, AgentInfoActionPairProto) for p in pairs)
+    assert [p.agent_info.reward for p in pairs] == [1.25, 0.0, 0.25]  # a.demo, then b.demo
+    assert spec.action_spec == ActionSpec(2, (3, 2))
+    assert [o.shape for o in spec.observation_specs] == [(2, 3)]
+    assert get_demo_files(folder) == [str(folder / "a.demo"), str(folder / "b.demo")]
+    single = load_demonstration(folder / "a.demo")
+    assert single[2] == 1 and single[1][0].agent_info.reward == 1.25
+
+
+def test_load_demonstration_errors_are_the_official_ones(tmp_path: Path) -> None:
+    """Official get_demo_files / load_demonstration errors: ValueError for a non-.demo file or
+    a folder without one, FileNotFoundError for a missing path, RuntimeError for an
+    unsupported version or when no file holds a record."""
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_demonstration(tmp_path / "absent")
+    with pytest.raises(ValueError, match=r"no '\.demo' files"):
         load_demonstration(tmp_path)
+    with pytest.raises(ValueError, match=r"not a '\.demo' file"):
+        load_demonstration(write(tmp_path, b"x", "notes.txt"))
+    newer = write(tmp_path, demo_bytes(meta(1, api_version=2), hybrid_brain(), [vector_record(0)]))
+    with pytest.raises(RuntimeError, match="version 2 is not supported") as caught:
+        load_demonstration(newer)
+    assert isinstance(caught.value, DemonstrationError)
+    empty = write(tmp_path, demo_bytes(meta(0), hybrid_brain(), []), "empty.demo")
+    newer.unlink()
+    with pytest.raises(RuntimeError, match="No BrainParameters found"):
+        load_demonstration(empty)
+
+
+@pytest.mark.skipif(
+    not Path("/work/shared/data/demos/ExpertBasic.demo").exists(),
+    reason="real Unity demos absent (/work/shared/data/demos)",
+)
+def test_load_demonstration_of_a_real_unity_recording() -> None:
+    spec, pairs, total_expected = load_demonstration("/work/shared/data/demos/ExpertBasic.demo")
+    assert len(pairs) == total_expected > 0
+    assert (
+        spec.action_spec.discrete_branches
+        == read_demonstration(
+            "/work/shared/data/demos/ExpertBasic.demo"
+        ).behavior_spec.action_spec.discrete_branches
+    )

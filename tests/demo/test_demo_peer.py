@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unity_gym.demo import load_demonstration
+from unity_gym.demo import read_demonstration
 
 pytestmark = [pytest.mark.peer, pytest.mark.timeout(180)]
 
@@ -117,7 +117,7 @@ def test_matches_official_decoding(demos_dir: Path, tmp_path: Path, name: str) -
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     official = np.load(out)
-    demo = load_demonstration(demos_dir / name)
+    demo = read_demonstration(demos_dir / name)
 
     spec = demo.behavior_spec
     assert int(official["continuous_size"]) == spec.action_spec.continuous_size

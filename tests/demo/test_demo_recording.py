@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unity_gym.demo import Demonstration, load_demonstration
+from unity_gym.demo import Demonstration, read_demonstration
 from unity_gym.player.scenes import get_scene_class
 
 pytestmark = pytest.mark.timeout(90)
@@ -36,7 +36,7 @@ def _record(scene: str, path: Path, steps: int, *extra: str) -> Demonstration:
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Quitting: recorded --record-steps {steps} agent steps" in result.stdout
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
-    return load_demonstration(path)
+    return read_demonstration(path)
 
 
 def _episode_runs(demo: Demonstration) -> list[np.ndarray]:
@@ -121,7 +121,7 @@ def test_max_steps_before_the_count_writes_what_was_recorded(tmp_path: Path) -> 
         "--max-steps", "11",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    demo = load_demonstration(path)
+    demo = read_demonstration(path)
     # 12 agents decide every 5th Academy step: steps 0, 5 and 10.
     assert len(demo) == demo.meta.number_steps == 36
     assert demo.meta.number_episodes == 12

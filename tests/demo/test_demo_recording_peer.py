@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from test_demo_peer import PEER_DUMP
 
-from unity_gym.demo import load_demonstration
+from unity_gym.demo import read_demonstration
 
 pytestmark = [pytest.mark.peer, pytest.mark.timeout(240)]
 
@@ -46,7 +46,7 @@ def test_recorded_demo_matches_official_decoding(
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     official = np.load(out)
-    demo = load_demonstration(path)
+    demo = read_demonstration(path)
 
     assert len(demo) == demo.meta.number_steps == steps == official["rewards"].shape[0]
     spec = demo.behavior_spec
@@ -100,7 +100,7 @@ def test_official_demo_to_buffer_reads_a_recorded_demo(
             "the peer venv has no mlagents trainer stack (python benchmarks/peer_venv.py "
             f"--learn installs it): {official['unavailable']}"
         )
-    spec = load_demonstration(path).behavior_spec
+    spec = read_demonstration(path).behavior_spec
     assert official["shapes"] == [list(o.shape) for o in spec.observation_specs]
     assert official["continuous"] == spec.action_spec.continuous_size
     assert tuple(official["branches"]) == spec.action_spec.discrete_branches

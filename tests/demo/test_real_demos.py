@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from unity_gym.base_env import ActionSpec, DimensionProperty, ObservationType
-from unity_gym.demo import Demonstration, DemonstrationStep, load_demonstration
+from unity_gym.demo import Demonstration, DemonstrationStep, read_demonstration
 from unity_gym.protocol.communicator_objects.agent_info_action_pair_pb2 import (
     AgentInfoActionPairProto,
 )
@@ -41,7 +41,7 @@ _cache: dict[str, Demonstration] = {}
 
 def load(demos_dir: Path, name: str) -> Demonstration:
     if name not in _cache:
-        _cache[name] = load_demonstration(demos_dir / name)
+        _cache[name] = read_demonstration(demos_dir / name)
     return _cache[name]
 
 

@@ -41,7 +41,10 @@ OFFICIAL_NAMES: dict[str, dict[str, str]] = {
         ],
         "unity_gym.base_env",
     ),
-    "mlagents_envs.environment": {"UnityEnvironment": "unity_gym.environment"},
+    "mlagents_envs.environment": {
+        "UnityEnvironment": "unity_gym.environment",
+        "env_utils": "unity_gym.compat",
+    },
     "mlagents_envs.exception": dict.fromkeys(
         [
             "UnityActionException",
@@ -50,6 +53,7 @@ OFFICIAL_NAMES: dict[str, dict[str, str]] = {
             "UnityEnvironmentException",
             "UnityException",
             "UnityObservationException",
+            "UnityPolicyException",
             "UnitySideChannelException",
             "UnityTimeOutException",
             "UnityWorkerInUseException",
@@ -59,6 +63,7 @@ OFFICIAL_NAMES: dict[str, dict[str, str]] = {
     "mlagents_envs.timers": dict.fromkeys(
         [
             "TIMER_FORMAT_VERSION",
+            "FuncT",
             "GaugeNode",
             "TimerNode",
             "TimerStack",
@@ -67,6 +72,7 @@ OFFICIAL_NAMES: dict[str, dict[str, str]] = {
             "get_timer_stack_for_thread",
             "get_timer_tree",
             "hierarchical_timer",
+            "merge_gauges",
             "reset_timers",
             "set_gauge",
             "timed",
@@ -114,8 +120,8 @@ OFFICIAL_NAMES: dict[str, dict[str, str]] = {
         )
     },
 }
-# Official names the compat module documents as left out (no unity_gym counterpart).
-DOCUMENTED_OMISSIONS = {"UnityPolicyException", "merge_gauges", "FuncT", "logger", "env_utils"}
+# Official names the compat module documents as left out (the modules' logger objects).
+DOCUMENTED_OMISSIONS = {"logger"}
 STANDIN_SOURCE = '__version__ = "0.0-standin"\n'
 
 
@@ -195,27 +201,27 @@ def test_module_not_provided_is_refused_with_what_to_use_instead() -> None:
             import unity_gym.mlagents_compat
             import mlagents_envs
             errors = {}
-            for name in ["mlagents_envs.registry", "mlagents_envs.envs.unity_gym_env"]:
+            for name in ["mlagents_envs.rpc_communicator", "mlagents_envs.mock_communicator"]:
                 try:
                     importlib.import_module(name)
                 except ModuleNotFoundError as exc:
                     errors[name] = [exc.name, str(exc)]
             try:
-                mlagents_envs.registry
+                mlagents_envs.rpc_communicator
             except AttributeError as exc:
                 errors["attribute"] = str(exc)
             print(json.dumps(errors))
             """
         )
     )
-    registry_name, registry_text = facts["mlagents_envs.registry"]
-    assert registry_name == "mlagents_envs.registry"
-    assert "not provided by unity_gym.mlagents_compat" in registry_text
-    assert "unity_gym.player.build" in registry_text
-    gym_name, gym_text = facts["mlagents_envs.envs.unity_gym_env"]
-    assert gym_name == "mlagents_envs.envs"
-    assert "gymnasium.make('Unity-v0'" in gym_text
-    assert facts["attribute"] == "module 'mlagents_envs' has no attribute 'registry'"
+    rpc_name, rpc_text = facts["mlagents_envs.rpc_communicator"]
+    assert rpc_name == "mlagents_envs.rpc_communicator"
+    assert "not provided by unity_gym.mlagents_compat" in rpc_text
+    assert "unity_gym.communicator" in rpc_text
+    mock_name, mock_text = facts["mlagents_envs.mock_communicator"]
+    assert mock_name == "mlagents_envs.mock_communicator"
+    assert "default_registry['3DBall'].make()" in mock_text
+    assert facts["attribute"] == "module 'mlagents_envs' has no attribute 'rpc_communicator'"
 
 
 def test_importing_twice_or_reloading_keeps_one_hook_first() -> None:
@@ -322,10 +328,13 @@ def test_installed_but_not_imported_official_package_loses_to_the_hook(
     assert facts["version"] == "1.1.0"
 
 
-def _official_public_names(source: Path) -> list[str]:
-    """Public names an official module defines or imports from the official package (its RPC
-    and logging layers aside), read from its source."""
-    internal = ("communicator_objects", "rpc_communicator", "rpc_utils", "logging_util")
+_INTERNAL = ("communicator_objects", "rpc_communicator", "rpc_utils", "logging_util")
+
+
+def _official_public_names(source: Path, internal: tuple[str, ...] = _INTERNAL) -> list[str]:
+    """Public names an official module defines or imports from the official package (those of
+    the ``internal`` modules aside: by default its RPC and logging layers), read from its
+    source."""
     names: set[str] = set()
     for node in ast.parse(source.read_text()).body:
         if isinstance(node, ast.ClassDef | ast.FunctionDef):

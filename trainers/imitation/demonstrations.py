@@ -1,7 +1,7 @@
 """Demonstrations for training: Unity ``.demo`` recordings in a trainer's observation format.
 
 :func:`load_demonstrations` reads ``demo_path`` (a ``.demo`` file or a folder of them) with
-:func:`unity_gym.demo.load_demonstration`, checks every file's behavior spec against the
+:func:`unity_gym.demo.read_demonstration`, checks every file's behavior spec against the
 trainer's and converts the recorded steps to the raw observation format of the trainer's
 environment (what :meth:`ObservationLayout.to_tensors` takes), so that demonstrated and played
 steps go through the same networks the same way.
@@ -34,7 +34,7 @@ import torch
 from trainers.common.spaces import ActionLayout, ObservationEntry, ObservationLayout
 from trainers.settings import ConfigError
 from unity_gym.base_env import BehaviorSpec
-from unity_gym.demo import Demonstration, load_demonstration
+from unity_gym.demo import Demonstration, read_demonstration
 from unity_gym.spaces import FLAT_VECTOR_KEY, ObservationAdapter, VisualLayout
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def _read(path: Path, mtime_ns: int, size: int) -> Demonstration:
     """A parsed file, kept while it is unchanged (GAIL and behavioral cloning of one behavior
     usually read the same recordings)."""
     del mtime_ns, size  # cache key only
-    return load_demonstration(path)
+    return read_demonstration(path)
 
 
 def _convert(

@@ -25,37 +25,37 @@ class OutgoingMessage:
         """The payload written so far."""
         return bytes(self._buffer)
 
-    def write_bool(self, value: bool) -> None:
-        """Append one byte, 1 for ``True`` and 0 for ``False``."""
-        self._buffer.append(1 if value else 0)
+    def write_bool(self, b: bool) -> None:
+        """Append one byte, 1 for ``True`` and 0 for ``False`` (keyword ``b`` as officially)."""
+        self._buffer.append(1 if b else 0)
 
-    def write_int32(self, value: int) -> None:
-        """Append a 4-byte two's complement integer."""
-        self._buffer += _INT32.pack(value)
+    def write_int32(self, i: int) -> None:
+        """Append a 4-byte two's complement integer (keyword ``i`` as officially)."""
+        self._buffer += _INT32.pack(i)
 
-    def write_float32(self, value: float) -> None:
-        """Append an IEEE-754 float32."""
-        self._buffer += _FLOAT32.pack(value)
+    def write_float32(self, f: float) -> None:
+        """Append an IEEE-754 float32 (keyword ``f`` as officially)."""
+        self._buffer += _FLOAT32.pack(f)
 
-    def write_float32_list(self, values: Iterable[float]) -> None:
-        """Append an int32 count followed by that many float32 values."""
-        items = [float(v) for v in values]
+    def write_float32_list(self, float_list: Iterable[float]) -> None:
+        """Append an int32 count followed by that many float32 values (keyword ``float_list``)."""
+        items = [float(v) for v in float_list]
         self.write_int32(len(items))
         self._buffer += struct.pack(f"<{len(items)}f", *items)
 
-    def write_string(self, value: str) -> None:
-        """Append an int32 byte length and the ASCII bytes of ``value``.
+    def write_string(self, s: str) -> None:
+        """Append an int32 byte length and the ASCII bytes of ``s`` (keyword ``s`` as officially).
 
         Raises:
-            UnicodeEncodeError: if ``value`` is not ASCII (Unity only reads ASCII).
+            UnicodeEncodeError: if ``s`` is not ASCII (Unity only reads ASCII).
         """
-        encoded = value.encode("ascii")
+        encoded = s.encode("ascii")
         self.write_int32(len(encoded))
         self._buffer += encoded
 
-    def set_raw_bytes(self, data: bytes) -> None:
-        """Replace the whole payload with ``data``."""
-        self._buffer = bytearray(data)
+    def set_raw_bytes(self, buffer: bytes | bytearray) -> None:
+        """Replace the whole payload with ``buffer`` (keyword ``buffer`` as officially)."""
+        self._buffer = bytearray(buffer)
 
 
 class IncomingMessage:
