@@ -337,14 +337,24 @@ def _within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
-def _submodule_getter(package: str) -> Callable[[str], ModuleType]:
-    """A module ``__getattr__`` that imports the alias submodule ``package.<attr>`` on access."""
+_MISSING: Final = object()
 
-    def __getattr__(attr: str) -> ModuleType:  # noqa: N807 (the PEP 562 hook's name)
+
+def _submodule_getter(package: str) -> Callable[[str], object]:
+    """A package's ``__getattr__``: imports the alias submodule ``package.<attr>`` on access;
+    for a :mod:`unity_gym.compat` mirror, other names come from the mirror's own
+    ``__getattr__``."""
+
+    def __getattr__(attr: str) -> object:  # noqa: N807 (the PEP 562 hook's name)
         child = f"{package}.{attr}"
-        if child not in ALIASED_MODULES and _compat_spec(child) is None:
-            raise AttributeError(f"module {package!r} has no attribute {attr!r}")
-        return importlib.import_module(child)
+        if child in ALIASED_MODULES or _compat_spec(child) is not None:
+            return importlib.import_module(child)
+        if package not in ALIASED_MODULES and not attr.startswith("__"):
+            # a mirror's own lazy names (e.g. the registry's PettingZoo factories)
+            value = getattr(importlib.import_module(_compat_name(package)), attr, _MISSING)
+            if value is not _MISSING:
+                return value
+        raise AttributeError(f"module {package!r} has no attribute {attr!r}")
 
     return __getattr__
 

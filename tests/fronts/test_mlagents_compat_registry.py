@@ -460,3 +460,58 @@ _PB2 = [
     "unity_rl_output_pb2",
     "unity_to_external_pb2",
 ]
+
+
+def test_pettingzoo_factories_of_the_registry(tmp_path: Path) -> None:
+    """``from mlagents_envs.envs import Tennis; Tennis.env()`` (official ``envs/__init__``:
+    one ``PettingZooEnvFactory`` per registry id, ``3`` spelled ``Three``) plays the built-in
+    Tennis through ``UnityAECEnv``; an id that is not built in says why it is missing."""
+    facts = run_python_json(
+        _offline(
+            tmp_path,
+            """
+            import json
+            import unity_gym.mlagents_compat
+            import mlagents_envs.envs as envs
+            from mlagents_envs.envs import Tennis, ThreeDBall
+            from mlagents_envs.envs.pettingzoo_env_factory import PettingZooEnvFactory
+            from mlagents_envs.envs.unity_aec_env import UnityAECEnv
+            from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
+
+            env = Tennis.env(seed=3)
+            env.reset(seed=3)
+            agents = list(env.agents)
+            steps = 0
+            for agent in env.agent_iter(60):
+                observation, reward, terminated, truncated, info = env.last()
+                action = None if terminated or truncated else env.action_space(agent).sample()
+                env.step(action)
+                steps += 1
+            channels = [type(c).__name__ for c in env.side_channel.values()]
+            env.close()
+            try:
+                from mlagents_envs.envs import StrikersVsGoalie
+                missing = None
+            except ImportError as exc:
+                missing = str(exc)
+            print(json.dumps({
+                "all": envs.__all__,
+                "ids": [Tennis.env_id, ThreeDBall.env_id],
+                "factory": isinstance(Tennis, PettingZooEnvFactory),
+                "aec": isinstance(env, UnityAECEnv),
+                "agents": agents,
+                "steps": steps,
+                "stats": "StatsSideChannel" in channels,
+                "missing": missing,
+            }))
+            """,
+        )
+    )
+    expected = sorted(("Three" + i[1:]) if i[0] == "3" else i for i in BUILTIN_IDS)
+    assert facts["all"] == expected
+    assert facts["ids"] == ["Tennis", "3DBall"]
+    assert facts["factory"] and facts["aec"] and facts["stats"]
+    assert facts["steps"] == 60
+    assert facts["agents"] and all(a.startswith("Tennis?team=") for a in facts["agents"])
+    assert "StrikersVsGoalie is not present in the registry" in facts["missing"]
+    assert "could not be read" in facts["missing"]
