@@ -101,7 +101,10 @@ def distributions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     wheel = _build("build_wheel", source, dist)
     unpacked = root / "unpacked"
     with tarfile.open(sdist) as archive:
-        archive.extractall(unpacked, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4
+            archive.extractall(unpacked, filter="data")
+        else:
+            archive.extractall(unpacked)
     (sdist_root,) = unpacked.iterdir()
     from_sdist = root / "from-sdist"
     from_sdist.mkdir()
