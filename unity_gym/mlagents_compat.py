@@ -54,8 +54,10 @@ module exists (:data:`COMPAT_PACKAGE`; the alias exports the mirror's ``__all__`
   ``mlagents_envs.rpc_utils`` (built on :mod:`unity_gym.decoding`);
 * ``mlagents_envs.communicator_objects.*_pb2``: unity_gym's generated protocol classes
   (:mod:`unity_gym.protocol`), not the gRPC stubs ``unity_to_external_pb2_grpc``;
-* ``mlagents_envs.envs`` (the Gym and PettingZoo wrappers) once ``unity_gym.compat.envs``
-  provides them.
+* ``mlagents_envs.envs``: ``UnityToGymWrapper``, ``UnityParallelEnv``, ``UnityAECEnv`` and their
+  base class on Gymnasium spaces and today's PettingZoo API (each module of
+  :mod:`unity_gym.compat.envs` lists where and why it departs from the official wrapper), and one
+  PettingZoo factory per registry entry (``from mlagents_envs.envs import Tennis``).
 
 Not provided, as they are the official RPC layer, which unity_gym replaces with its own
 (:mod:`unity_gym.communicator`): ``mlagents_envs.communicator``, ``rpc_communicator`` and
