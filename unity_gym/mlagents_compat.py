@@ -61,8 +61,12 @@ module exists (:data:`COMPAT_PACKAGE`; the alias exports the mirror's ``__all__`
 
 Not provided, as they are the official RPC layer, which unity_gym replaces with its own
 (:mod:`unity_gym.communicator`): ``mlagents_envs.communicator``, ``rpc_communicator`` and
-``mock_communicator``; importing one raises :class:`ModuleNotFoundError` saying what to use
-instead (so does any other official module without a mirror).
+``mock_communicator`` (and the gRPC stubs ``communicator_objects.unity_to_external_pb2_grpc``);
+importing one raises :class:`ModuleNotFoundError` saying what to use instead
+(:data:`OFFICIAL_MODULES_NOT_PROVIDED`). A path that mlagents_envs 1.1.0 does not have, such as
+``mlagents_envs.envs.unity_vec_env`` (in ML-Agents' repository after that release, and imported by
+its ``tests/test_unity_vec_env.py``), raises :class:`ModuleNotFoundError` saying that 1.1.0 has
+no such module.
 
 One deliberate difference in behaviour: a ``UnityEnvironment`` that launches an executable with
 ``base_port=None`` listens on a port the operating system picks, where the official one uses
@@ -84,7 +88,13 @@ from importlib.machinery import ModuleSpec
 from types import MappingProxyType, ModuleType
 from typing import Final
 
-__all__ = ["ALIASED_MODULES", "COMPAT_PACKAGE", "MLAGENTS_ENVS_VERSION", "install"]
+__all__ = [
+    "ALIASED_MODULES",
+    "COMPAT_PACKAGE",
+    "MLAGENTS_ENVS_VERSION",
+    "OFFICIAL_MODULES_NOT_PROVIDED",
+    "install",
+]
 
 MLAGENTS_ENVS_VERSION: Final = "1.1.0"
 """``mlagents_envs.__version__``: the official release whose API the aliases mirror."""
@@ -283,6 +293,18 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
 }
 """The names each alias module exports (its ``__all__``)."""
 
+OFFICIAL_MODULES_NOT_PROVIDED: Final = frozenset(
+    {
+        "mlagents_envs.communicator",
+        "mlagents_envs.communicator_objects.unity_to_external_pb2_grpc",
+        "mlagents_envs.mock_communicator",
+        "mlagents_envs.rpc_communicator",
+    }
+)
+"""The modules of the official mlagents_envs 1.1.0 wheel that the hook refuses: its RPC layer,
+which unity_gym replaces with :mod:`unity_gym.communicator`. Every other module of that wheel is
+served; a path outside the wheel is refused as not being a 1.1.0 module."""
+
 _NOT_PROVIDED_HINTS: Final = {
     "mlagents_envs.rpc_communicator": (
         "unity_gym's bridge has its own gRPC layer (unity_gym.communicator); open games with "
@@ -292,6 +314,11 @@ _NOT_PROVIDED_HINTS: Final = {
         "unity_gym's bridge has its own gRPC layer (unity_gym.communicator); open games with "
         "mlagents_envs.environment.UnityEnvironment."
     ),
+    "mlagents_envs.communicator_objects.unity_to_external_pb2_grpc": (
+        "These are the official gRPC stubs; unity_gym's bridge makes its own gRPC server "
+        "(unity_gym.communicator), and the message classes are served by the other "
+        "mlagents_envs.communicator_objects modules."
+    ),
     "mlagents_envs.mock_communicator": (
         "It is a test double of the official RPC layer; test against a real game instead, e.g. "
         "a built-in scene: mlagents_envs.registry.default_registry['3DBall'].make()."
@@ -300,6 +327,14 @@ _NOT_PROVIDED_HINTS: Final = {
 
 
 def _not_provided_message(fullname: str) -> str:
+    """Why ``fullname`` is refused: an official module left out, or no 1.1.0 module at all."""
+    if fullname not in OFFICIAL_MODULES_NOT_PROVIDED:
+        return (
+            f"{fullname} is not a module of mlagents_envs {MLAGENTS_ENVS_VERSION}, the official "
+            "release that unity_gym.mlagents_compat mirrors (it may come from another ml-agents "
+            "version); check the module path, or use the unity_gym API directly (e.g. "
+            "unity_gym.sb3 for Stable-Baselines3 vector environments)."
+        )
     hint = next(
         (text for prefix, text in _NOT_PROVIDED_HINTS.items() if _within(fullname, prefix)),
         "Use the unity_gym API directly for it.",

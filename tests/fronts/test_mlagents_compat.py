@@ -456,3 +456,56 @@ def test_unchanged_mlagents_envs_script_drives_the_3dball_player(
     assert facts["max_reward"] == pytest.approx(0.1)  # 3DBall's reward for a ball kept up
     assert facts["episodes_ended"] >= 1  # random actions drop balls within 60 steps
     assert facts["exit_code"] == 0
+
+
+def test_every_module_of_the_official_wheel_is_served_or_refused_as_official(
+    peer_python: Path,
+) -> None:
+    """Each module file of the official mlagents_envs 1.1.0 wheel (the reference peer's) imports
+    through the hook, except ``OFFICIAL_MODULES_NOT_PROVIDED`` (the official RPC layer), which
+    is refused as an official module; a path the wheel does not have, such as
+    ``mlagents_envs.envs.unity_vec_env`` that ML-Agents' repository added after 1.1.0 (its
+    ``tests/test_unity_vec_env.py`` imports it), is refused as not being a 1.1.0 module."""
+    located = subprocess.run(
+        [str(peer_python), "-c", "import mlagents_envs; print(mlagents_envs.__path__[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    package = Path(located.stdout.strip())
+    official = sorted(
+        ".".join(("mlagents_envs", *path.relative_to(package).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        )
+        for path in package.rglob("*.py")
+    )
+    assert "mlagents_envs.envs.unity_vec_env" not in official
+    facts = run_python_json(
+        textwrap.dedent(
+            f"""
+            import importlib, json
+            import unity_gym.mlagents_compat as compat
+            report = {{"served": [], "refused": {{}}, "not_provided": sorted(
+                compat.OFFICIAL_MODULES_NOT_PROVIDED)}}
+            for name in {[*official, "mlagents_envs.envs.unity_vec_env"]!r}:
+                try:
+                    module = importlib.import_module(name)
+                    assert module.__spec__.origin == "unity_gym.mlagents_compat", name
+                    report["served"].append(name)
+                except ModuleNotFoundError as exc:
+                    report["refused"][name] = [exc.name, str(exc)]
+            print(json.dumps(report))
+            """
+        )
+    )
+    refused = facts["refused"]
+    assert sorted(set(refused) - {"mlagents_envs.envs.unity_vec_env"}) == facts["not_provided"]
+    assert set(facts["not_provided"]) <= set(official)
+    assert sorted(facts["served"]) == sorted(set(official) - set(facts["not_provided"]))
+    for name in facts["not_provided"]:
+        assert refused[name][0] == name
+        assert "is part of the official ml-agents package" in refused[name][1], name
+    vec_name, vec_text = refused["mlagents_envs.envs.unity_vec_env"]
+    assert vec_name == "mlagents_envs.envs.unity_vec_env"
+    assert "is not a module of mlagents_envs 1.1.0" in vec_text
+    assert "unity_gym.sb3" in vec_text
