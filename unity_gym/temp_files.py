@@ -45,6 +45,4 @@ def create_temp_beside(path: str | os.PathLike[str], suffix: str = ".tmp") -> tu
             return os.open(candidate, _FLAGS, 0o666), candidate
         except FileExistsError:
             continue
-    raise FileExistsError(
-        errno.EEXIST, "no unused temporary file name found", str(target.parent)
-    )
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name found", str(target.parent))
