@@ -140,7 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # Not mutually exclusive: mlagents-learn 1.1.0 accepts every combination (see
     # _prioritize_resume_or_initialize and CheckpointSettings for what wins).
-    parser.add_argument("--resume", action="store_true", help="Continue the run --run-id.")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="Continue the run --run-id (with the seed it recorded, unless --seed is given).",
+    )
     parser.add_argument(
         "--force", action="store_true", help="Overwrite the run --run-id if it exists."
     )
@@ -156,7 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="(Removed) accepted and ignored with a warning, as mlagents-learn does.",
         )
     parser.add_argument(
-        "--inference", action="store_true", help="Act with the policy without training."
+        "--inference",
+        action="store_true",
+        help="Act with the trained policy of --run-id for max_steps steps without training or "
+        "saving; statistics and logs go to <results-dir>/<ID>/inference-<time>/ and the run "
+        "itself is left as it is (--resume is not needed).",
     )
     parser.add_argument(
         "--deterministic", action="store_true", help="Act with the most likely actions."
@@ -170,7 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Editor: 1 only).",
     )
     parser.add_argument("--num-areas", type=int, metavar="N", help="Training areas per game.")
-    parser.add_argument("--seed", type=int, metavar="S", help="Random seed (-1: random).")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="Random seed (-1: random; recorded in configuration.yaml, which --resume reuses).",
+    )
     parser.add_argument(
         "--base-port",
         type=int,

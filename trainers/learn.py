@@ -84,7 +84,9 @@ def run_training(
     """Train as configured by ``options`` (blocking until done or interrupted).
 
     Args:
-        options: the resolved configuration (see :func:`trainers.settings.parse_run_options`).
+        options: the resolved configuration (see :func:`trainers.settings.parse_run_options`);
+            its ``env_settings.seed`` is set to the seed the run uses (module documentation),
+            which ``configuration.yaml`` records.
         command_line: recorded in ``timers.json`` metadata.
         progress_stream: where the progress bar draws (default stderr; drawn only on a TTY).
 
