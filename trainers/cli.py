@@ -1,4 +1,5 @@
-"""``unity-train``: train PPO/SAC from an ML-Agents configuration file.
+"""``unity-train``: train PPO, SAC or POCA (or a plugin's trainer) from an ML-Agents
+configuration file.
 
 Usage mirrors ``mlagents-learn``::
 
@@ -6,6 +7,7 @@ Usage mirrors ``mlagents-learn``::
     unity-train config/3DBall_ppo.yaml --env builds/3DBall --run-id ball --num-envs 4
     unity-train trainers/configs/3DBall_ppo.yaml --scene 3DBall --run-id ball
     unity-train trainers/configs/CartPole_ppo.yaml --gym-id CartPole-v1 --run-id cp
+    unity-train --list-scenes  # the built-in scenes --scene takes, one line each
 
 With no ``--env``, ``--scene`` nor ``--gym-id`` (and none in ``env_settings``), the game is the
 Unity Editor, as with ``mlagents-learn``: the run listens on port 5004 (``--base-port``) and
@@ -19,10 +21,13 @@ success (also after Ctrl-C, once the models are saved), 2 for configuration or u
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any, get_args
+from pathlib import Path
+from typing import Any, TextIO, get_args
 
 from trainers.settings import (
     ConfigError,
@@ -31,9 +36,9 @@ from trainers.settings import (
     load_config_file,
     parse_run_options,
 )
-from unity_gym.exceptions import UnityException
+from unity_gym.exceptions import UnityEnvironmentException, UnityException
 
-__all__ = ["build_parser", "main", "options_from_args"]
+__all__ = ["build_parser", "check_environment_choice", "list_scenes", "main", "options_from_args"]
 
 logger = logging.getLogger("trainers")
 
@@ -99,11 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every flag defaults to "not given", so the file's value stays)."""
     parser = argparse.ArgumentParser(
         prog="unity-train",
-        description="Train PPO or SAC on a Unity game or a Gymnasium environment from an "
-        "ML-Agents configuration file.",
+        description="Train PPO, SAC or POCA (or a trainer type a plugin adds) on a Unity game, "
+        "a built-in scene or a Gymnasium environment from an ML-Agents configuration file.",
+        epilog="Built-in scenes for --scene: "
+        + ", ".join(_scene_names())
+        + " (unity-train --list-scenes describes each).",
         argument_default=argparse.SUPPRESS,
     )
     parser.add_argument("config", nargs="?", help="YAML configuration (ML-Agents format).")
+    parser.add_argument(
+        "--list-scenes",
+        action="store_true",
+        help="Print the built-in scenes --scene takes, one line each, and exit.",
+    )
     env = parser.add_argument_group(
         "environment (one of these)",
         "Without --env, --scene or --gym-id, unity-train trains in the Unity Editor as "
@@ -117,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="Unity build to train on; 'gym:<id>' selects a Gymnasium environment.",
     )
     env.add_argument(
-        "--scene", metavar="NAME", help="Built-in unity_gym scene to train on (e.g. 3DBall)."
+        "--scene",
+        metavar="NAME",
+        help="Built-in scene to train on (e.g. 3DBall; --list-scenes lists them all).",
     )
     env.add_argument("--gym-id", metavar="ID", help="Gymnasium environment id (e.g. CartPole-v1).")
     parser.add_argument(
@@ -125,7 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # Not mutually exclusive: mlagents-learn 1.1.0 accepts every combination (see
     # _prioritize_resume_or_initialize and CheckpointSettings for what wins).
-    parser.add_argument("--resume", action="store_true", help="Continue the run --run-id.")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="Continue the run --run-id (with the seed it recorded, unless --seed is given).",
+    )
     parser.add_argument(
         "--force", action="store_true", help="Overwrite the run --run-id if it exists."
     )
@@ -141,7 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="(Removed) accepted and ignored with a warning, as mlagents-learn does.",
         )
     parser.add_argument(
-        "--inference", action="store_true", help="Act with the policy without training."
+        "--inference",
+        action="store_true",
+        help="Act with the trained policy of --run-id for max_steps steps without training or "
+        "saving; statistics and logs go to <results-dir>/<ID>/inference-<time>/ and the run "
+        "itself is left as it is (--resume is not needed).",
     )
     parser.add_argument(
         "--deterministic", action="store_true", help="Act with the most likely actions."
@@ -155,7 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Editor: 1 only).",
     )
     parser.add_argument("--num-areas", type=int, metavar="N", help="Training areas per game.")
-    parser.add_argument("--seed", type=int, metavar="S", help="Random seed (-1: random).")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="Random seed (-1: random; recorded in configuration.yaml, which --resume reuses).",
+    )
     parser.add_argument(
         "--base-port",
         type=int,
@@ -272,6 +300,96 @@ def _prioritize_resume_or_initialize(checkpoint: dict[str, Any], given: dict[str
         checkpoint["load_model"] = False
 
 
+def _scene_names() -> list[str]:
+    """The built-in scenes' names (the headless player's scene registry)."""
+    from unity_gym.player.scenes import scene_names
+
+    return scene_names()
+
+
+def _configs_dir() -> Path:
+    """The folder of the configurations shipped with ``trainers`` (``trainers/configs``)."""
+    return Path(__file__).resolve().parent / "configs"
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def list_scenes(stream: TextIO) -> None:
+    """Write every built-in scene with one line about it (``unity-train --list-scenes``).
+
+    Each line gives the scene's name (what ``--scene`` takes), the first line of its
+    description and the shipped configurations named after it (``trainers/configs/<name>_*``).
+    """
+    from unity_gym.player.scenes import get_scene_class
+
+    configs = _configs_dir()
+    names = _scene_names()
+    width = max((len(name) for name in names), default=0)
+    stream.write("Built-in scenes (unity-train CONFIG --scene NAME):\n")
+    for name in names:
+        doc = (get_scene_class(name).__doc__ or "").strip()
+        about = doc.splitlines()[0] if doc else ""
+        shipped = sorted(path.name for path in configs.glob(f"{name}_*.yaml"))
+        where = f" [{', '.join(shipped)}]" if shipped else ""
+        stream.write(f"  {name:<{width}}  {about}{where}\n")
+    stream.write(f"Configurations in brackets are in {_shown_path(configs)}{os.sep}.\n")
+
+
+def check_environment_choice(options: RunOptions, given: dict[str, Any]) -> None:
+    """Check the chosen scene or Unity build before anything starts, naming the flag.
+
+    A ``--scene`` that is not a built-in scene (nor ``package.module:Class``) gets the
+    closest built-in names (``--scene 3dbal``: did you mean 3DBall?); an ``--env`` path with no
+    Unity build (as :func:`unity_gym.launcher.find_executable` looks for one) is refused with
+    what to pass instead. The message names the command-line flag when it was given there, or
+    the configuration key (``env_settings.scene`` / ``env_settings.env_path``) otherwise. Builds
+    for the Ray backend are not checked here: they may exist only on the cluster's machines.
+
+    Args:
+        options: the resolved options.
+        given: the flags given on the command line (``vars`` of the parsed arguments).
+
+    Raises:
+        ConfigError: the scene or build does not exist.
+    """
+    env = options.env_settings
+    if env.scene is not None and ":" not in env.scene:
+        names = _scene_names()
+        if env.scene.lower() not in {name.lower() for name in names}:
+            flag = "--scene" if "scene" in given else "env_settings.scene"
+            by_lower = {name.lower(): name for name in names}
+            close = [
+                by_lower[match]
+                for match in difflib.get_close_matches(env.scene.lower(), list(by_lower), n=3)
+            ]
+            hint = f" Did you mean {' or '.join(close)}?" if close else ""
+            raise ConfigError(
+                f"{flag} {env.scene}: no built-in scene has this name.{hint} Built-in scenes: "
+                f"{', '.join(names)} (unity-train --list-scenes describes them); a scene of "
+                "your own is given as package.module:ClassName, a Unity build with --env PATH."
+            )
+    if env.env_path is not None and env.backend != "ray":
+        from unity_gym.launcher import find_executable
+
+        flag = "--env" if "env_path" in given else "env_settings.env_path"
+        try:
+            find_executable(env.env_path)
+        except UnityEnvironmentException:
+            raise ConfigError(
+                f"{flag} {env.env_path}: no Unity build there (looked for "
+                f"{Path(env.env_path).expanduser().absolute()} and its .x86_64/.x86/.app/.exe "
+                "forms). Give the path of a built player (python -m unity_gym.player.build "
+                "--scene 3DBall --output builds/ writes builds/3DBall.x86_64), use --scene "
+                "NAME for a built-in scene, or leave out --env to train in the Unity Editor."
+            ) from None
+
+
 def _configure_logging(debug: bool) -> None:
     from trainers.common.progress import ProgressAwareHandler
 
@@ -293,9 +411,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging("--debug" in arguments)  # warnings of removed flags while parsing
     args = parser.parse_args(arguments)
     _configure_logging(bool(getattr(args, "debug", False)))
+    given = vars(args)
+    if given.pop("list_scenes", False):
+        list_scenes(sys.stdout)
+        return 0
     try:
         options = options_from_args(args)
         _configure_logging(options.debug)
+        check_environment_choice(options, given)
         from trainers.learn import run_training  # heavy imports (torch) only when training
 
         run_training(options, ["unity-train", *arguments])

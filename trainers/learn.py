@@ -2,6 +2,19 @@
 
 :func:`run_training` is what ``unity-train`` runs after parsing its arguments; it can be called
 directly with a :class:`~trainers.settings.RunOptions`.
+
+The run's seed: ``env_settings.seed`` (``--seed``) when given, else -1 picks one at random, as
+``mlagents-learn`` 1.1.0 does (``learn.py``: ``np.random.randint(0, 10000)``). Unlike
+``mlagents-learn``, which writes ``seed: -1`` into ``configuration.yaml`` and draws a new seed
+on every ``--resume``, the seed actually used is written into ``configuration.yaml``, and
+``--resume`` (or ``--inference`` on a trained run) without a seed of its own uses the seed the
+run recorded there. A seed given explicitly (flag or file) wins, with a warning when it differs
+from the recorded one.
+
+``--inference`` acts with the trained policy for ``max_steps`` steps without training, saving or
+touching the run: see :meth:`trainers.run_directory.RunDirectory.prepare_inference` for where its
+outputs go and how it differs from ``mlagents-learn``'s ``--inference`` (which acts until
+stopped).
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from typing import TextIO
 import gymnasium
 import numpy as np
 import torch
+import yaml
 
 import unity_gym
 from trainers.common.checkpoints import (
@@ -70,7 +84,9 @@ def run_training(
     """Train as configured by ``options`` (blocking until done or interrupted).
 
     Args:
-        options: the resolved configuration (see :func:`trainers.settings.parse_run_options`).
+        options: the resolved configuration (see :func:`trainers.settings.parse_run_options`);
+            its ``env_settings.seed`` is set to the seed the run uses (module documentation),
+            which ``configuration.yaml`` records.
         command_line: recorded in ``timers.json`` metadata.
         progress_stream: where the progress bar draws (default stderr; drawn only on a TTY).
 
@@ -81,24 +97,42 @@ def run_training(
     start = time.monotonic()
     reset_timers()
     _record_metadata(command_line, start_wall)
-    seed = options.env_settings.seed
-    if seed == -1:
-        seed = random.randint(0, 9999)
-        logger.info("run seed: %d (set --seed to reproduce)", seed)
-    torch.manual_seed(seed)
     device = _device(options.torch_settings.device)
     add_metadata("torch_device", str(device))
     _configure_threads(device)
     _announce_precision(options.torch_settings.precision, device)
-    run = RunDirectory.prepare(options.checkpoint_settings)
+    checkpoint_settings = options.checkpoint_settings
+    trained: RunDirectory | None = None
+    if checkpoint_settings.inference:
+        if checkpoint_settings.force:
+            logger.warning(
+                "--force is ignored with --inference: inference never deletes or overwrites "
+                "a run (its outputs go to a new inference-<time> folder of the run)."
+            )
+        other_source = checkpoint_settings.initialize_from is not None or any(
+            settings.init_path is not None for settings in options.behaviors.values()
+        )
+        run, trained = RunDirectory.prepare_inference(
+            checkpoint_settings, other_source=other_source
+        )
+    else:
+        run = RunDirectory.prepare(checkpoint_settings)
+        if checkpoint_settings.resume:
+            trained = run
+    seed = _run_seed(options, trained)
+    options.env_settings.seed = seed  # recorded in configuration.yaml for --resume
+    torch.manual_seed(seed)
     writers = stats_writers(options, run.root, start)  # built-in, then plugins
     try:
         controller, training_env = _set_up(
-            options, run, seed, device, start, progress_stream, writers
+            options, run, trained, seed, device, start, progress_stream, writers
         )
     except BaseException:
         _close_writers(writers)
-        run.discard_if_new(options.checkpoint_settings)  # nothing was trained
+        if checkpoint_settings.inference:
+            run.discard_session(trained)
+        else:
+            run.discard_if_new(checkpoint_settings)  # nothing was trained
         raise
     try:
         with _stop_on_sigint(controller):
@@ -113,6 +147,42 @@ def run_training(
             write_timer_tree(run.timers_path)
 
 
+def _run_seed(options: RunOptions, trained: RunDirectory | None) -> int:
+    """The run's seed (module documentation): the given one, else the one ``trained``
+    recorded in its ``configuration.yaml``, else a random one in ``[0, 9999]``."""
+    given = options.env_settings.seed
+    recorded = _recorded_seed(trained.configuration_path) if trained is not None else None
+    if given != -1:
+        if recorded is not None and recorded != given:
+            logger.warning(
+                "Run '%s' was started with seed %d; this session uses seed %d as given "
+                "(drop --seed, or set it to -1, to keep the run's seed).",
+                options.checkpoint_settings.run_id,
+                recorded,
+                given,
+            )
+        return given
+    if recorded is not None and trained is not None:
+        logger.info("run seed: %d (the run's, from %s)", recorded, trained.configuration_path)
+        return recorded
+    seed = random.randint(0, 9999)
+    logger.info("run seed: %d (set --seed to reproduce)", seed)
+    return seed
+
+
+def _recorded_seed(configuration: Path) -> int | None:
+    """``env_settings.seed`` of a run's ``configuration.yaml``; ``None`` when the file is
+    missing or unreadable or holds -1 (runs written before seeds were recorded)."""
+    try:
+        data = yaml.safe_load(configuration.read_text(encoding="utf-8"))
+        seed = data["env_settings"]["seed"]
+    except (OSError, ValueError, yaml.YAMLError, KeyError, TypeError):
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed == -1:
+        return None
+    return seed
+
+
 def _close_writers(writers: Sequence[StatsWriter]) -> None:
     """Close every stats writer; one that fails is logged and the others still close."""
     for writer in writers:
@@ -125,27 +195,34 @@ def _close_writers(writers: Sequence[StatsWriter]) -> None:
 def _set_up(
     options: RunOptions,
     run: RunDirectory,
+    trained: RunDirectory | None,
     seed: int,
     device: torch.device,
     start: float,
     progress_stream: TextIO | None,
     writers: Sequence[StatsWriter],
 ) -> tuple[TrainerController, TrainingEnvironment | ParallelTrainingEnvironment]:
-    """Write the run's configuration, create the environment and one trainer per behavior."""
+    """Write the run's configuration, create the environment and one trainer per behavior.
+
+    ``run`` is where outputs go (an ``--inference`` session's own folder); ``trained`` is the
+    trained run that ``--resume`` continues or ``--inference`` acts with (``None``: none).
+    """
     official, companion = options.configuration_files()
     with atomic_write(run.configuration_path) as handle:
         handle.write(official.encode("utf-8"))
     with atomic_write(companion_path(run.configuration_path)) as handle:
         handle.write(companion.encode("utf-8"))
-    status = TrainingStatus(run.status_path, _versions())
-    if options.checkpoint_settings.resume:
-        status.load()
+    restore = trained is not None
+    status = TrainingStatus(trained.status_path if trained else run.status_path, _versions())
+    if restore:
+        status.load()  # checkpoint history and curriculum lessons of the trained run
+    status.path = run.status_path  # an inference session writes its own copy
     status.save()
     curriculum = EnvironmentParameterManager(
         options.environment_parameters,
         seed,
         status,
-        restore=options.checkpoint_settings.resume,
+        restore=restore,
     )
     for name in curriculum.curriculum_parameters:
         logger.info(
@@ -168,14 +245,27 @@ def _set_up(
     try:
         for behavior, slots in manager.behaviors.items():
             settings = options.trainer_settings_for(behavior)
-            logger.info(
-                "Training %s (%s, %d slot(s)) with %s; results in %s",
-                behavior,
-                training_env.description,
-                slots.num_slots,
-                settings.trainer_type.upper() + (" + self-play" if settings.self_play else ""),
-                run.root,
-            )
+            trainer_name = settings.trainer_type.upper()
+            if options.checkpoint_settings.inference:
+                logger.info(
+                    "Inference (no training, nothing saved): %s (%s, %d slot(s)) acts with its "
+                    "%s policy for %d steps; statistics in %s",
+                    behavior,
+                    training_env.description,
+                    slots.num_slots,
+                    trainer_name,
+                    settings.max_steps,
+                    run.root,
+                )
+            else:
+                logger.info(
+                    "Training %s (%s, %d slot(s)) with %s; results in %s",
+                    behavior,
+                    training_env.description,
+                    slots.num_slots,
+                    trainer_name + (" + self-play" if settings.self_play else ""),
+                    run.root,
+                )
             trainer = _build_trainer(
                 options, behavior, settings, slots, run, status, device, seed, start, writers
             )
@@ -184,7 +274,7 @@ def _set_up(
             trainers[behavior] = trainer
         _check_self_play_teams(trainers, ghosts)
         for trainer in trainers.values():
-            _load_initial_state(options, trainer, run)
+            _load_initial_state(options, trainer, trained)
     except BaseException:
         try:
             for trainer in trainers.values():
@@ -348,17 +438,31 @@ def _check_self_play_teams(trainers: dict[str, Trainer], ghosts: GhostController
         )
 
 
-def _load_initial_state(options: RunOptions, trainer: Trainer, run: RunDirectory) -> None:
-    """Restore ``--resume`` / ``--initialize-from`` / ``init_path`` state into ``trainer``."""
+def _load_initial_state(
+    options: RunOptions, trainer: Trainer, trained: RunDirectory | None
+) -> None:
+    """Restore ``--resume`` / ``--initialize-from`` / ``init_path`` state into ``trainer``.
+
+    ``--inference`` loads, in this order: the trained run's newest checkpoint with
+    ``--resume``; else ``--initialize-from`` / ``init_path``; else the trained run's newest
+    checkpoint (``mlagents-learn`` needs ``--resume`` for that). Its step count starts at 0.
+    """
     checkpoint_settings = options.checkpoint_settings
     name = trainer.behavior_name
-    if checkpoint_settings.resume:
-        directory = run.behavior_dir(name)
-        loaded = _read_newest(directory, name)
-        if checkpoint_settings.inference:  # act for max_steps more steps with the saved model
+    inference = checkpoint_settings.inference
+    from_run = checkpoint_settings.resume or (
+        inference
+        and checkpoint_settings.initialize_from is None
+        and trainer.settings.init_path is None
+    )
+    if from_run and trained is not None:
+        directory = trained.behavior_dir(name)
+        if inference:  # act for max_steps steps with the saved model
+            loaded = _read_newest(directory, name, "--inference")
             trainer.load_state_dict(loaded.state, restore_progress=False)
             logger.info("Loaded %s for inference (%s).", name, loaded.path)
             return
+        loaded = _read_newest(directory, name)
         trainer.load_state_dict(loaded.state, restore_progress=True)
         trainer.load_auxiliary(directory)
         if trainer.context.checkpoints is not None:
@@ -380,13 +484,15 @@ def _load_initial_state(options: RunOptions, trainer: Trainer, run: RunDirectory
         logger.info("Initialized %s from %s.", name, source)
     elif checkpoint_settings.inference:
         logger.warning(
-            "Inference mode without --resume or --initialize-from: the policy is untrained."
+            "--inference: %s has no trained model to load (no trained run, --initialize-from "
+            "or init_path for it): its policy is untrained.",
+            name,
         )
 
 
-def _read_newest(directory: Path, behavior: str) -> LoadedCheckpoint:
-    """The newest readable checkpoint of ``behavior`` for ``--resume``, warning about newer
-    files that cannot be read.
+def _read_newest(directory: Path, behavior: str, flag: str = "--resume") -> LoadedCheckpoint:
+    """The newest readable checkpoint of ``behavior`` for ``--resume`` (or ``--inference``),
+    warning about newer files that cannot be read.
 
     Raises:
         RunDirectoryError: there is no checkpoint, or none can be read.
@@ -396,29 +502,40 @@ def _read_newest(directory: Path, behavior: str) -> LoadedCheckpoint:
             directory, behavior_dir_name(behavior), check_checkpoint_state
         )
     except FileNotFoundError as exc:
+        if flag == "--inference":
+            raise RunDirectoryError(
+                f"--inference: {exc}; the run has no model of {behavior} to act with. Train "
+                "it first (without --inference), or load weights with --initialize-from ID."
+            ) from None
         raise RunDirectoryError(
             f"--resume: {exc}; start the run without --resume (or with --force)."
         ) from None
     except ValueError as exc:
+        advice = "" if flag == "--inference" else ", or start over with --force"
         raise RunDirectoryError(
-            f"--resume: {behavior} has {exc}. Put back a readable checkpoint, or start over "
-            "with --force."
+            f"{flag}: {behavior} has {exc}. Put back a readable checkpoint{advice}."
         ) from exc
+    verb = "Acting with" if flag == "--inference" else "Resuming"
     if loaded.damaged:
         logger.warning(
-            "--resume: %s. Resuming %s from %s (step %d) instead, the newest readable "
-            "checkpoint; the next save replaces or deletes the unreadable files.",
+            "%s: %s. %s %s from %s (step %d) instead, the newest readable checkpoint%s.",
+            flag,
             "; ".join(loaded.damaged),
+            verb,
             behavior,
             loaded.path,
             loaded.state["step"],
+            ""
+            if flag == "--inference"
+            else "; the next save replaces or deletes the unreadable files",
         )
     elif loaded.path.name != LATEST_NAME:
         logger.warning(
-            "--resume: %s is missing or older than %s (a save was cut short); resuming %s from "
-            "the newer one.",
+            "%s: %s is missing or older than %s (a save was cut short); %s %s from the newer one.",
+            flag,
             directory / LATEST_NAME,
             loaded.path,
+            verb.lower(),
             behavior,
         )
     return loaded

@@ -33,7 +33,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -41,6 +40,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
+
+from unity_gym.temp_files import create_temp_beside
 
 __all__ = [
     "TIMER_FORMAT_VERSION",
@@ -531,7 +532,7 @@ def write_timer_tree(path: str | os.PathLike[str], timer_stack: TimerStack | Non
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(get_timer_tree(timer_stack), indent=4)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, temp_name = create_temp_beside(target)  # 0666 & ~umask, not mkstemp's 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

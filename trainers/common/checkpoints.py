@@ -27,7 +27,6 @@ import logging
 import os
 import pickle
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +35,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import torch
+
+from unity_gym.temp_files import create_temp_beside
 
 __all__ = [
     "CheckpointManager",
@@ -63,7 +64,7 @@ def atomic_write(path: Path) -> Iterator[BinaryIO]:
     On any exception the temporary file is removed and ``path`` is left untouched.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = create_temp_beside(path)  # 0666 & ~umask, not mkstemp's 0600
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -84,7 +85,7 @@ def atomic_target(path: Path) -> Iterator[Path]:
     it is removed and ``path`` is left untouched.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = create_temp_beside(path)  # 0666 & ~umask, not mkstemp's 0600
     os.close(fd)
     try:
         yield Path(tmp_name)

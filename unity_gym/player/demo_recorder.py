@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -44,6 +43,7 @@ from unity_gym.protocol.communicator_objects.agent_action_pb2 import AgentAction
 from unity_gym.protocol.communicator_objects.demonstration_meta_pb2 import (
     DemonstrationMetaProto,
 )
+from unity_gym.temp_files import create_temp_beside
 
 from .academy import Academy, AgentBatch
 from .encoding import length_delimited
@@ -123,9 +123,8 @@ class DemoRecorder:
         brain = brain_parameters(batch.spec, None)
         brain.is_training = False
         try:
-            handle, temp_name = tempfile.mkstemp(
-                prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent
-            )
+            # 0666 & ~umask like the other outputs (tempfile.mkstemp would give 0600)
+            handle, temp_name = create_temp_beside(self.path, ".partial")
         except OSError as exc:
             raise PlayerError(
                 f"cannot write the demonstration into {self.path.parent}: {exc.strerror or exc}; "
