@@ -86,6 +86,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from unity_gym.base_env import DecisionSteps, TerminalSteps
+from unity_gym.behavior_names import split_behavior_name
 from unity_gym.exceptions import UnityActionException, UnityEnvironmentException, UnityException
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
 from unity_gym.registration import GameSettings, apply_env_param, scene_behaviors
@@ -124,12 +125,11 @@ def agent_name_prefixes(behavior_names: Sequence[str]) -> dict[str, str]:
 
     The team is included only when another behavior has the same name without its team.
     """
-    base = {name: name.split("?", 1)[0] for name in behavior_names}
+    parsed = {name: split_behavior_name(name) for name in behavior_names}
     prefixes = {}
-    for name in behavior_names:
-        shared = sum(1 for other in behavior_names if base[other] == base[name]) > 1
-        team = name.split("team=", 1)[1] if "?team=" in name else "0"
-        prefixes[name] = f"{base[name]}_team{team}" if shared else base[name]
+    for name, (base, team) in parsed.items():
+        shared = sum(1 for other, _ in parsed.values() if other == base) > 1
+        prefixes[name] = f"{base}_team{team}" if shared else base
     if len(set(prefixes.values())) != len(prefixes):
         raise UnityEnvironmentException(
             f"Behaviors {sorted(behavior_names)} cannot be given distinct agent names."

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from unity_gym.behavior_names import BehaviorSelectionError, select_behavior
 from unity_gym.protocol.communicator_objects.unity_rl_input_pb2 import UnityRLInputProto
 
 from .capabilities import Capabilities
@@ -480,18 +481,16 @@ class Academy:
         return sum(b.size for b in self.batches)
 
     def batch(self, behavior: str) -> AgentBatch:
-        """The batch of ``behavior`` (full or plain name).
+        """The batch of ``behavior`` (full name, or plain name when unique: the rule of
+        :func:`unity_gym.behavior_names.select_behavior`).
 
         Raises:
             SceneError: if no behavior (or several) match.
         """
-        found = self._by_name.get(behavior)
-        if found is not None:
-            return found
-        matches = [b for b in self.batches if b.spec.name == behavior]
-        if len(matches) != 1:
-            raise SceneError(f"no unique behavior {behavior!r}; behaviors: {sorted(self._by_name)}")
-        return matches[0]
+        try:
+            return self._by_name[select_behavior(self._by_name, behavior, option="behavior ")]
+        except BehaviorSelectionError as error:
+            raise SceneError(str(error)) from None
 
     # ---- the step ----------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from unity_gym.behavior_names import select_behavior
 from unity_gym.registration import GameSettings
 
 __all__ = ["ProcessPlan", "check_slot_count", "plan_processes"]
@@ -97,20 +98,13 @@ def _builtin_counts(settings: GameSettings, behavior_name: str | None) -> tuple[
     except PlayerError as error:
         raise ValueError(f"scene {settings.scene!r}: {error}") from None
     behaviors = {spec.full_name: spec for spec in scene.behaviors()}
-    if behavior_name is not None:
-        chosen = behaviors.get(behavior_name)
-        if chosen is None:
-            raise ValueError(
-                f"behavior_name={behavior_name!r} is not a behavior of scene {settings.scene!r}; "
-                f"it has {sorted(behaviors)}."
-            )
-    elif len(behaviors) == 1:
-        chosen = next(iter(behaviors.values()))
-    else:
-        raise ValueError(
-            f"Scene {settings.scene!r} has several behaviors {sorted(behaviors)}; pass "
-            "behavior_name=... to choose whose agents become the vector env's slots."
+    chosen = behaviors[
+        select_behavior(
+            behaviors,
+            behavior_name,
+            choose="pass behavior_name=... to choose whose agents become the vector env's slots.",
         )
+    ]
     total = sum(spec.agents_per_area for spec in behaviors.values())
     return chosen.full_name, chosen.agents_per_area, total, scene.base_area_count
 
