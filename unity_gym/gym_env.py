@@ -52,7 +52,7 @@ import numpy as np
 from unity_gym.base_env import DecisionSteps
 from unity_gym.behavior_names import select_behavior
 from unity_gym.exceptions import UnityEnvironmentException
-from unity_gym.registration import GameSettings
+from unity_gym.game.settings import GameSettings
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
         seed: game seed until ``reset(seed=...)`` chooses another (default 0).
         num_agents: built-in scenes: total agents; default one training area.
         side_channels: extra side channels served to the game (kept across restarts).
-        **game_options: the other :class:`~unity_gym.registration.GameSettings` fields
+        **game_options: the other :class:`~unity_gym.game.settings.GameSettings` fields
             (``no_graphics``, ``time_scale``, ``width``, ``height``, ``quality_level``,
             ``target_frame_rate``, ``capture_frame_rate``, ``env_params``, ``timeout_wait``,
             ``additional_args``, ``worker_id``, ``base_port``, ``num_areas``, ``log_folder``,

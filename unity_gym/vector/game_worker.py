@@ -29,7 +29,8 @@ from unity_gym.exceptions import (
     UnityEnvironmentException,
     UnityException,
 )
-from unity_gym.registration import GameSettings, apply_env_param
+from unity_gym.game.env_params import apply_env_param
+from unity_gym.game.settings import GameSettings
 from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
 from unity_gym.side_channels.stats_side_channel import StatsSideChannel
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
