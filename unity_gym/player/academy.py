@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -39,9 +39,8 @@ from .wire import AgentReports, OutputBuilder, read_actions
 
 if TYPE_CHECKING:
     from .connection import TrainerConnection
-    from .scenes.base import Scene
 
-__all__ = ["Academy", "AgentBatch", "SceneContext", "episode_stat_keys"]
+__all__ = ["Academy", "AgentBatch", "SceneContext", "SceneHooks", "episode_stat_keys"]
 
 logger = logging.getLogger("unity_gym.player")
 
@@ -404,6 +403,65 @@ class SceneContext:
             batch.interrupt_episode(idx)
 
 
+class SceneHooks(Protocol):
+    """What the Academy calls on a scene: the callbacks of :class:`unity_gym.player.Scene`.
+
+    Declared here, structurally, so that the Academy does not import the scenes package (whose
+    base class refers to :class:`AgentBatch` and :class:`SceneContext`): every ``Scene``
+    satisfies it.
+    """
+
+    base_area_count: int
+
+    def behaviors(self) -> Sequence[BehaviorSpec]:
+        """The behaviors the scene declares."""
+        ...
+
+    def setup(self, context: SceneContext) -> None:
+        """Called once with the Academy's context, before the agents are initialized."""
+        ...
+
+    def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """Agent ``Initialize()``."""
+        ...
+
+    def on_environment_reset(self) -> None:
+        """Academy ``OnEnvironmentReset``."""
+        ...
+
+    def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """Agent ``OnEpisodeBegin()``."""
+        ...
+
+    def collect_observations(self, batch: AgentBatch, slots: np.ndarray) -> Sequence[np.ndarray]:
+        """Agent ``CollectObservations()``."""
+        ...
+
+    def write_action_mask(self, batch: AgentBatch, slots: np.ndarray) -> np.ndarray:
+        """Agent ``WriteDiscreteActionMask()``."""
+        ...
+
+    def on_action_received(
+        self, batch: AgentBatch, slots: np.ndarray, continuous: np.ndarray, discrete: np.ndarray
+    ) -> None:
+        """Agent ``OnActionReceived()``."""
+        ...
+
+    def heuristic(
+        self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Agent ``Heuristic()``."""
+        ...
+
+    def before_academy_step(self, academy_step: int) -> None:
+        """Scripts' ``FixedUpdate`` before the Academy step."""
+        ...
+
+    def after_academy_step(self) -> None:
+        """The physics step after the Academy step."""
+        ...
+
+
 class Academy:
     """Runs a scene's agents step by step, talking to a trainer or playing heuristically.
 
@@ -423,7 +481,7 @@ class Academy:
 
     def __init__(
         self,
-        scene: Scene,
+        scene: SceneHooks,
         *,
         channels: StandardChannels,
         hub: SideChannelHub,
