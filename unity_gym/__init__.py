@@ -10,7 +10,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from unity_gym.version import __version__
 
 # Games are launched with fork+exec while gRPC threads may be running. gRPC's fork handlers then
 # crash the forked child now and then (SIGSEGV/SIGABRT before exec, about one launch in 30 when

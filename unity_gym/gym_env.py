@@ -42,16 +42,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium
 import numpy as np
 
-from unity_gym.base_env import BehaviorSpec, DecisionSteps
-from unity_gym.exceptions import UnityEnvironmentException, UnityMultipleBehaviorsException
-from unity_gym.registration import GameSettings
+from unity_gym.base_env import DecisionSteps
+from unity_gym.behavior_names import select_behavior
+from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.game.settings import GameSettings
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 
 if TYPE_CHECKING:
@@ -62,40 +63,6 @@ __all__ = ["MAX_WAIT_STEPS", "GameOwner", "UnityGymEnv", "render_frame", "select
 
 MAX_WAIT_STEPS = 10_000
 """Game steps to wait for the driven agent's next decision before giving up with an error."""
-
-
-def select_behavior(specs: Mapping[str, BehaviorSpec], behavior_name: str | None) -> str:
-    """The behavior to drive: ``behavior_name`` or the game's only behavior.
-
-    ``behavior_name`` matches exactly, or without the ``?team=<id>`` suffix when that is unique
-    (``"3DBall"`` selects ``"3DBall?team=0"``).
-
-    Raises:
-        UnityEnvironmentException: if the name matches nothing, is ambiguous, or is missing while
-            the game has several behaviors (the message lists them).
-    """
-    names = sorted(specs)
-    if not names:
-        raise UnityEnvironmentException(
-            "The game reported no behavior after reset; check that its agents have a Behavior "
-            "Parameters component in Default or Inference-less (trainer) mode."
-        )
-    if behavior_name is None:
-        if len(names) == 1:
-            return names[0]
-        raise UnityMultipleBehaviorsException(
-            f"The game has {len(names)} behaviors {names}; choose one with behavior_name=..."
-        )
-    if behavior_name in specs:
-        return behavior_name
-    matches = [n for n in names if n.split("?", 1)[0] == behavior_name]
-    if len(matches) == 1:
-        return matches[0]
-    raise UnityEnvironmentException(
-        f"behavior_name={behavior_name!r} "
-        + ("is ambiguous" if matches else "is not in the game")
-        + f"; the game's behaviors are {names}."
-    )
 
 
 def render_frame(image: np.ndarray) -> np.ndarray:
@@ -170,7 +137,7 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
         seed: game seed until ``reset(seed=...)`` chooses another (default 0).
         num_agents: built-in scenes: total agents; default one training area.
         side_channels: extra side channels served to the game (kept across restarts).
-        **game_options: the other :class:`~unity_gym.registration.GameSettings` fields
+        **game_options: the other :class:`~unity_gym.game.settings.GameSettings` fields
             (``no_graphics``, ``time_scale``, ``width``, ``height``, ``quality_level``,
             ``target_frame_rate``, ``capture_frame_rate``, ``env_params``, ``timeout_wait``,
             ``additional_args``, ``worker_id``, ``base_port``, ``num_areas``, ``log_folder``,

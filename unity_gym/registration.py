@@ -1,11 +1,11 @@
-"""Gymnasium ids of unity-gym, and what a game behind an id is made of.
+"""Gymnasium ids of unity-gym.
 
 ``import unity_gym`` calls :func:`register_envs`, which registers
 
 * ``Unity-v0`` (:data:`DEFAULT_ENV_ID`): by default the built-in ``3DBall`` scene with a single
   training area (one agent); ``file_name=`` points it at a real Unity build, ``scene=`` at another
   built-in scene, ``editor=True`` at the Unity Editor (wait for Play to be pressed);
-* ``Unity-<scene>-v0`` (:func:`scene_env_id`) for every scene of the headless player's registry
+* ``Unity-<scene>-v0`` (:func:`scene_env_id`) for every scene of the built-in scene catalogue
   (``Unity-3DBall-v0``, ``Unity-Basic-v0``, ``Unity-Stress-v0``, ...).
 
 All ids use the entry point :data:`ENTRY_POINT` (``unity_gym.gym_env:UnityGymEnv``), are marked
@@ -13,37 +13,24 @@ All ids use the entry point :data:`ENTRY_POINT` (``unity_gym.gym_env:UnityGymEnv
 ``gymnasium.make("unity_gym:Unity-v0")`` imports ``unity_gym`` and so works without an explicit
 import. :data:`VECTOR_ENTRY_POINT`, when set, is registered as the ids' ``vector_entry_point``.
 
-:class:`GameSettings` holds the keywords shared by every front (single-agent env, PettingZoo,
-vector env) that describe *one game process*, and :meth:`GameSettings.launch` starts it through
-the bridge. A built-in scene is started exactly like a Unity build: the headless player's
-launcher (:func:`unity_gym.player.build.build_executable`) is written once into a per-user cache
-directory (:func:`builtin_executable`; rewritten when stale) and handed to
-``UnityEnvironment(file_name=...)``, with the scene's player arguments (``--num-agents``,
-``--option``) in ``additional_args``. The Unity Editor (``GameSettings(editor=True)``) is not
-launched: ``UnityEnvironment(file_name=None)`` listens on ``base_port`` (default 5004) until Play
-is pressed.
-
-This module is imported by ``import unity_gym``: heavy modules (the bridge, gRPC) are imported
-only when a game is launched.
+What a game behind an id is made of lives in :mod:`unity_gym.game` (:class:`GameSettings` in
+``settings``, the scene catalogue in ``catalogue``, environment parameters in ``env_params``);
+this module re-exports those names so that their old import paths keep working.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import math
-import os
-import sys
-import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from unity_gym.base_env import BehaviorSpec
-    from unity_gym.environment import UnityEnvironment
-    from unity_gym.side_channels.side_channel import SideChannel
+from unity_gym.game.catalogue import (
+    CACHE_DIR_ENV_VAR,
+    builtin_executable,
+    builtin_scene_names,
+    scene_agents_per_area,
+    scene_behaviors,
+)
+from unity_gym.game.env_params import apply_env_param
+from unity_gym.game.settings import DEFAULT_SCENE, GameSettings
 
 __all__ = [
     "CACHE_DIR_ENV_VAR",
@@ -63,14 +50,10 @@ __all__ = [
 
 DEFAULT_ENV_ID = "Unity-v0"
 """The generic id; its default game is :data:`DEFAULT_SCENE` with one training area."""
-DEFAULT_SCENE = "3DBall"
-"""Built-in scene used when neither ``file_name`` nor ``scene`` is given."""
 ENTRY_POINT = "unity_gym.gym_env:UnityGymEnv"
 """Gymnasium entry point of every id."""
 VECTOR_ENTRY_POINT: str | None = "unity_gym.vector:UnityVectorEnv"
 """``gymnasium.make_vec`` entry point of every id: the vector env :mod:`unity_gym.vector`."""
-CACHE_DIR_ENV_VAR = "UNITY_GYM_CACHE_DIR"
-"""Environment variable overriding the cache directory of built-in scene executables."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,13 +64,6 @@ CACHE_DIR_ENV_VAR = "UNITY_GYM_CACHE_DIR"
 def scene_env_id(scene: str) -> str:
     """The Gymnasium id of a built-in scene: ``Unity-<scene>-v0``."""
     return f"Unity-{scene}-v0"
-
-
-def builtin_scene_names() -> list[str]:
-    """Names of the headless player's built-in scenes (its scene registry), sorted."""
-    from unity_gym.player.scenes import scene_names
-
-    return scene_names()
 
 
 def register_envs() -> list[str]:
@@ -114,465 +90,3 @@ def register_envs() -> list[str]:
         )
         added.append(env_id)
     return added
-
-
-# --------------------------------------------------------------------------------------------
-# Built-in scenes as executables
-# --------------------------------------------------------------------------------------------
-
-
-def _cache_root() -> Path:
-    override = os.environ.get(CACHE_DIR_ENV_VAR)
-    if override:
-        return Path(override).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "unity-gym"
-
-
-def builtin_executable(scene: str) -> Path:
-    """The launcher of built-in ``scene`` in the per-user cache, written or refreshed if stale.
-
-    The cache lives in ``$UNITY_GYM_CACHE_DIR`` or ``$XDG_CACHE_HOME/unity-gym`` (default
-    ``~/.cache/unity-gym``), under ``builds/<tag>/`` where the tag identifies this interpreter
-    and this copy of ``unity_gym``. A launcher whose content differs from what
-    :func:`unity_gym.player.build.build_executable` writes now is replaced atomically, so
-    concurrent callers never see a half-written file.
-
-    Raises:
-        ValueError: for an unknown scene (the message lists the built-in scenes).
-        OSError: if the cache directory cannot be written (set ``UNITY_GYM_CACHE_DIR``).
-    """
-    from unity_gym.player.build import EXECUTABLE_SUFFIX, build_executable
-    from unity_gym.player.errors import PlayerError
-    from unity_gym.player.scenes import get_scene_class
-
-    try:
-        name = get_scene_class(scene).name
-    except PlayerError as exc:
-        raise ValueError(str(exc)) from None
-    package_root = Path(__file__).resolve().parents[1]
-    tag = hashlib.sha256(f"{sys.executable}\0{package_root}".encode()).hexdigest()[:12]
-    directory = _cache_root() / "builds" / tag
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / f"{name}{EXECUTABLE_SUFFIX}"
-    staging = Path(tempfile.mkdtemp(prefix="staging-", dir=directory))
-    try:
-        try:
-            fresh = build_executable(_canonical_scene(scene), staging, name=name)
-        except PlayerError as exc:
-            raise ValueError(
-                f"Cannot write the launcher of scene {scene!r} in {directory}: {exc}. Set the "
-                f"environment variable {CACHE_DIR_ENV_VAR} to another directory."
-            ) from None
-        if not target.exists() or target.read_bytes() != fresh.read_bytes():
-            os.replace(fresh, target)
-    finally:
-        for leftover in staging.iterdir():
-            leftover.unlink()
-        staging.rmdir()
-    return target
-
-
-def _canonical_scene(scene: str) -> str:
-    """The registry's spelling of a built-in scene name; ``module:Class`` names unchanged.
-
-    Raises:
-        ValueError: for an unknown scene (the message lists the built-in scenes).
-    """
-    from unity_gym.player.errors import PlayerError
-    from unity_gym.player.scenes import get_scene_class
-
-    try:
-        found = get_scene_class(scene)
-    except PlayerError as exc:
-        raise ValueError(f"{exc}; a Unity build is given with file_name=... instead") from None
-    return scene if ":" in scene else found.name
-
-
-def scene_agents_per_area(scene: str, scene_options: Mapping[str, object] | None = None) -> int:
-    """Agents (all behaviors together) in one training area of built-in ``scene``.
-
-    Raises:
-        ValueError: for an unknown scene or invalid options.
-    """
-    from unity_gym.player.errors import PlayerError
-    from unity_gym.player.scenes import get_scene_class
-
-    try:
-        instance = get_scene_class(scene)(dict(scene_options or {}))
-    except PlayerError as exc:
-        raise ValueError(str(exc)) from None
-    return sum(behavior.agents_per_area for behavior in instance.behaviors())
-
-
-def scene_behaviors(
-    scene: str,
-    scene_options: Mapping[str, object] | None = None,
-    num_agents: int | None = None,
-    num_areas: int = 1,
-) -> dict[str, tuple[BehaviorSpec, int]]:
-    """Every behavior built-in ``scene`` declares, before it runs: the spec the bridge will
-    read once an agent of the behavior reports, and how many agents of it the game holds.
-
-    A game reports a behavior only when one of its agents first asks for a decision; this tells
-    in advance what a scene whose agents move between behaviors (WallJump, like Unity's
-    ``SetModel``) will bring.
-
-    Args:
-        num_agents: the stock scene's total agents (``None``: its default).
-        num_areas: the area replication factor (``GameSettings.num_areas``).
-
-    Raises:
-        ValueError: for an unknown scene or invalid options.
-    """
-    from unity_gym.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
-    from unity_gym.base_env import BehaviorSpec as BridgeSpec
-    from unity_gym.player.errors import PlayerError
-    from unity_gym.player.scenes import get_scene_class
-
-    try:
-        instance = get_scene_class(scene)(dict(scene_options or {}), num_agents=num_agents)
-    except PlayerError as exc:
-        raise ValueError(str(exc)) from None
-    areas = instance.base_area_count * max(1, num_areas)
-    declared: dict[str, tuple[BehaviorSpec, int]] = {}
-    for behavior in instance.behaviors():
-        sensors = [behavior.sensors[i] for i in behavior.wire_sensor_order()]
-        observations = [
-            ObservationSpec(
-                shape=sensor.wire_shape,
-                dimension_property=tuple(
-                    DimensionProperty(p) for p in sensor.dimension_properties or ()
-                ),
-                observation_type=ObservationType(int(sensor.observation_type)),
-                name=sensor.wire_name,
-            )
-            for sensor in sensors
-        ]
-        actions = ActionSpec(
-            behavior.action_spec.continuous_size, tuple(behavior.action_spec.discrete_branches)
-        )
-        declared[behavior.full_name] = (
-            BridgeSpec(observations, actions),
-            behavior.agents_per_area * areas,
-        )
-    return declared
-
-
-# --------------------------------------------------------------------------------------------
-# One game process
-# --------------------------------------------------------------------------------------------
-
-_ENGINE_FIELDS = (
-    "width",
-    "height",
-    "quality_level",
-    "time_scale",
-    "target_frame_rate",
-    "capture_frame_rate",
-)
-
-
-@dataclass(frozen=True)
-class GameSettings:
-    """The keywords that describe one game process, shared by every front.
-
-    At most one of ``file_name``, ``scene`` and ``editor=True`` may be given; with none of them,
-    the built-in :data:`DEFAULT_SCENE` is used (so ``gymnasium.make("Unity-v0")`` plays 3DBall).
-
-    The Unity Editor is an explicit choice, ``editor=True``, as ``mlagents-learn`` without
-    ``--env`` (mlagents' ``learn.py`` passes ``file_name=None`` and no port, so
-    ``UnityEnvironment`` waits on port 5004): :meth:`launch` then starts nothing and
-    ``UnityEnvironment(file_name=None, base_port=base_port)`` waits up to ``timeout_wait``
-    seconds for Play to be pressed (``base_port`` None: 5004). The Editor is one game on one
-    port: ``worker_id`` must stay 0, and it takes no command-line arguments (``additional_args``)
-    nor scene settings (``scene_options``, ``num_agents``).
-
-    Attributes:
-        file_name: path of a Unity build (as for ``UnityEnvironment``).
-        scene: name of a built-in scene of the headless player.
-        editor: True: the game is the Unity Editor, which connects when Play is pressed.
-        no_graphics: pass ``-nographics -batchmode`` (the player is always headless; a real
-            Unity build then renders no camera images).
-        no_graphics_monitor: as ``no_graphics``, but only for games whose ``worker_id`` is not
-            0: the first game keeps its graphics (``mlagents_envs``' ``no_graphics_monitor``,
-            ``mlagents-learn --no-graphics-monitor``).
-        width: screen width (EngineConfigurationChannel; must come with ``height``).
-        height: screen height.
-        quality_level: quality settings index.
-        time_scale: simulation speed multiplier.
-        target_frame_rate: frames per second the game aims for (-1: unlimited).
-        capture_frame_rate: fixed simulation frame rate.
-        env_params: environment parameters (EnvironmentParametersChannel): each value is a float,
-            or a sampler dict in ML-Agents' YAML shape, either flat
-            ``{"sampler_type": "uniform", "min_value": 1, "max_value": 2, "seed": 3}`` or with a
-            nested ``"sampler_parameters"`` dict. Sampler types: ``uniform`` (min_value,
-            max_value), ``gaussian`` (mean, st_dev), ``multirangeuniform`` (intervals);
-            ``seed`` defaults to the game seed.
-        seed: seed sent in the handshake.
-        timeout_wait: seconds to wait for each message of the game.
-        additional_args: extra player command-line arguments.
-        worker_id: port offset (``UnityEnvironment.worker_id``).
-        base_port: first port; None picks a free port.
-        num_areas: training areas the game replicates (handshake ``num_areas``).
-        log_folder: folder for the player's log.
-        scene_options: built-in scenes only: scene options (``--option key=value``).
-        num_agents: built-in scenes only: total agents of the stock scene (``--num-agents``);
-            None keeps the scene's stock count.
-
-    Raises:
-        ValueError: on conflicting or invalid settings (checked at construction).
-    """
-
-    file_name: str | os.PathLike[str] | None = None
-    scene: str | None = None
-    no_graphics: bool = False
-    no_graphics_monitor: bool = False
-    width: int | None = None
-    height: int | None = None
-    quality_level: int | None = None
-    time_scale: float | None = None
-    target_frame_rate: int | None = None
-    capture_frame_rate: int | None = None
-    env_params: Mapping[str, Any] | None = None
-    seed: int = 0
-    timeout_wait: float = 60.0
-    additional_args: Sequence[str] = ()
-    worker_id: int = 0
-    base_port: int | None = None
-    num_areas: int = 1
-    log_folder: str | os.PathLike[str] | None = None
-    scene_options: Mapping[str, object] | None = field(default=None)
-    num_agents: int | None = None
-    editor: bool = False
-
-    def __post_init__(self) -> None:
-        if self.file_name is not None and self.scene is not None:
-            raise ValueError(
-                f"Give either file_name (a Unity build) or scene (a built-in scene), not both: "
-                f"got file_name={self.file_name!r} and scene={self.scene!r}."
-            )
-        if self.file_name is not None and (self.scene_options or self.num_agents is not None):
-            raise ValueError(
-                "scene_options and num_agents only apply to built-in scenes; for a Unity build "
-                "pass its command-line arguments in additional_args and use num_areas."
-            )
-        if isinstance(self.additional_args, str):
-            raise ValueError(
-                f"additional_args must be a list of arguments, got the string "
-                f"{self.additional_args!r}; split it, e.g. additional_args=['--flag', 'value']."
-            )
-        object.__setattr__(self, "additional_args", tuple(str(a) for a in self.additional_args))
-        if self.editor:
-            self._check_editor()
-        if self.scene is None and self.file_name is None and not self.editor:
-            object.__setattr__(self, "scene", DEFAULT_SCENE)
-        if self.scene is not None:
-            object.__setattr__(self, "scene", _canonical_scene(self.scene))
-        if self.num_agents is not None and self.num_agents <= 0:
-            raise ValueError(f"num_agents must be a positive integer, got {self.num_agents}.")
-        if self.num_areas < 1:
-            raise ValueError(f"num_areas must be at least 1, got {self.num_areas}.")
-        if (self.width is None) != (self.height is None):
-            raise ValueError(
-                f"width and height go together; got width={self.width}, height={self.height}."
-            )
-        for key, value in (self.env_params or {}).items():
-            _check_env_param(key, value)
-
-    def _check_editor(self) -> None:
-        """Reject settings that cannot apply to the Unity Editor (``editor=True``)."""
-        if self.editor is not True:
-            raise ValueError(f"editor must be True or False, got {self.editor!r}.")
-        if self.file_name is not None or self.scene is not None:
-            raise ValueError(
-                "editor=True connects to the Unity Editor; it cannot be combined with "
-                f"file_name={self.file_name!r} or scene={self.scene!r}. Give one of them."
-            )
-        if self.scene_options or self.num_agents is not None:
-            raise ValueError(
-                "scene_options and num_agents only apply to built-in scenes, not to the Unity "
-                "Editor (editor=True); set the scene up in the Editor, or use num_areas."
-            )
-        if self.additional_args:
-            raise ValueError(
-                "additional_args are command-line arguments of a launched build; the Unity "
-                "Editor (editor=True) is not launched, so it cannot take "
-                f"{list(self.additional_args)!r}. Remove them."
-            )
-        if self.worker_id != 0:
-            raise ValueError(
-                f"worker_id must be 0 with the Unity Editor (editor=True), got {self.worker_id}: "
-                "the Editor is a single game on one port; choose the port with base_port."
-            )
-
-    @property
-    def is_builtin(self) -> bool:
-        """Whether the game is a built-in scene of the headless player."""
-        return self.scene is not None
-
-    def replace(self, **changes: Any) -> GameSettings:
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
-
-    def single_area(self) -> GameSettings:
-        """For a built-in scene without ``num_agents``: a copy limited to one training area.
-
-        Other settings are returned unchanged.
-        """
-        if self.scene is None or self.num_agents is not None:
-            return self
-        return self.replace(num_agents=scene_agents_per_area(self.scene, self.scene_options))
-
-    def player_args(self) -> list[str]:
-        """The player arguments this front adds: scene arguments, then ``additional_args``."""
-        args: list[str] = []
-        if self.num_agents is not None:
-            args += ["--num-agents", str(self.num_agents)]
-        for key, value in (self.scene_options or {}).items():
-            text = str(value).lower() if isinstance(value, bool) else str(value)
-            args += ["--option", f"{key}={text}"]
-        return args + list(self.additional_args)
-
-    def executable(self) -> str | os.PathLike[str] | None:
-        """The build to launch: ``file_name`` or the cached launcher of the built-in scene;
-        None for the Unity Editor (nothing is launched)."""
-        if self.editor:
-            return None
-        if self.scene is not None:
-            return builtin_executable(self.scene)
-        assert self.file_name is not None
-        return self.file_name
-
-    def launch(self, side_channels: Sequence[SideChannel] = ()) -> UnityEnvironment:
-        """Start the game through ``UnityEnvironment`` (the same path as a Unity build).
-
-        Engine settings and environment parameters are queued on their side channels and reach
-        the game with the first ``reset()``. Statistics the game reports are dropped unless a
-        ``StatsSideChannel`` is given.
-
-        Args:
-            side_channels: additional channels to serve (an engine configuration, environment
-                parameters or stats channel given here replaces the one this method would
-                create).
-
-        Returns:
-            The bridge, connected (handshake done) but not yet reset. With ``editor=True`` this
-            blocks until Play is pressed in the Unity Editor.
-
-        Raises:
-            UnityTimeOutException: nothing connected within ``timeout_wait`` (e.g. Play was not
-                pressed in the Editor).
-            UnityWorkerInUseException: the port is taken.
-        """
-        from unity_gym.environment import UnityEnvironment
-        from unity_gym.side_channels.engine_configuration_channel import (
-            EngineConfigurationChannel,
-        )
-        from unity_gym.side_channels.environment_parameters_channel import (
-            EnvironmentParametersChannel,
-        )
-        from unity_gym.side_channels.stats_side_channel import StatsSideChannel
-
-        channels = list(side_channels)
-        if all(c.channel_id != StatsSideChannel.CHANNEL_ID for c in channels):
-            channels.append(_stats_sink())
-        engine = next((c for c in channels if isinstance(c, EngineConfigurationChannel)), None)
-        if engine is None:
-            engine = EngineConfigurationChannel()
-            channels.append(engine)
-        parameters = next(
-            (c for c in channels if isinstance(c, EnvironmentParametersChannel)), None
-        )
-        if parameters is None:
-            parameters = EnvironmentParametersChannel()
-            channels.append(parameters)
-        engine.set_configuration_parameters(**{f: getattr(self, f) for f in _ENGINE_FIELDS})
-        for key, value in (self.env_params or {}).items():
-            apply_env_param(parameters, key, value, self.seed)
-        executable = self.executable()
-        return UnityEnvironment(
-            file_name=None if executable is None else str(executable),
-            worker_id=self.worker_id,
-            base_port=self.base_port,
-            seed=self.seed,
-            no_graphics=self.no_graphics,
-            no_graphics_monitor=self.no_graphics_monitor,
-            timeout_wait=self.timeout_wait,
-            additional_args=self.player_args(),
-            side_channels=channels,
-            log_folder=None if self.log_folder is None else Path(self.log_folder),
-            num_areas=self.num_areas,
-        )
-
-
-def _stats_sink() -> SideChannel:
-    """A channel on the stats channel id that drops what it receives (no unbounded buffer)."""
-    from unity_gym.side_channels.messages import IncomingMessage
-    from unity_gym.side_channels.side_channel import SideChannel
-    from unity_gym.side_channels.stats_side_channel import StatsSideChannel
-
-    class StatsSink(SideChannel):
-        def on_message_received(self, msg: IncomingMessage) -> None:
-            """Drop the statistic."""
-
-    return StatsSink(StatsSideChannel.CHANNEL_ID)
-
-
-_SAMPLER_FIELDS: dict[str, tuple[str, ...]] = {
-    "uniform": ("min_value", "max_value"),
-    "gaussian": ("mean", "st_dev"),
-    "multirangeuniform": ("intervals",),
-}
-
-
-def _sampler_parameters(key: str, value: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """``(sampler type, parameters)`` of a sampler dict, flat or with ``sampler_parameters``."""
-    sampler = str(value.get("sampler_type", "")).lower()
-    if sampler not in _SAMPLER_FIELDS:
-        raise ValueError(
-            f"env_params[{key!r}]: sampler_type must be one of {sorted(_SAMPLER_FIELDS)}, got "
-            f"{value.get('sampler_type')!r}."
-        )
-    nested = value.get("sampler_parameters")
-    parameters = dict(nested) if isinstance(nested, Mapping) else {}
-    parameters.update(
-        {k: v for k, v in value.items() if k not in ("sampler_type", "sampler_parameters")}
-    )
-    expected = set(_SAMPLER_FIELDS[sampler])
-    missing = expected - set(parameters)
-    unknown = set(parameters) - expected - {"seed"}
-    if missing or unknown:
-        raise ValueError(
-            f"env_params[{key!r}]: a {sampler} sampler needs {sorted(expected)} (and optionally "
-            f"seed); missing {sorted(missing)}, unknown {sorted(unknown)}."
-        )
-    return sampler, parameters
-
-
-def _check_env_param(key: str, value: Any) -> None:
-    if not isinstance(key, str) or not key:
-        raise ValueError(f"env_params keys must be non-empty strings, got {key!r}.")
-    if isinstance(value, Mapping):
-        _sampler_parameters(key, value)
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(
-            f"env_params[{key!r}] must be a finite number or a sampler dict such as "
-            f"{{'sampler_type': 'uniform', 'min_value': 0, 'max_value': 1}}, got {value!r}."
-        )
-
-
-def apply_env_param(channel: Any, key: str, value: Any, default_seed: int) -> None:
-    """Queue one environment parameter on an ``EnvironmentParametersChannel``."""
-    if not isinstance(value, Mapping):
-        channel.set_float_parameter(key, float(value))
-        return
-    sampler, parameters = _sampler_parameters(key, value)
-    seed = int(parameters.pop("seed", default_seed))
-    if sampler == "uniform":
-        channel.set_uniform_sampler_parameters(key, seed=seed, **parameters)
-    elif sampler == "gaussian":
-        channel.set_gaussian_sampler_parameters(key, seed=seed, **parameters)
-    else:
-        channel.set_multirangeuniform_sampler_parameters(key, seed=seed, **parameters)

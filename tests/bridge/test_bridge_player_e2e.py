@@ -11,11 +11,10 @@ from process_utils import eventually, group_members
 from unity_gym.base_env import ActionTuple
 from unity_gym.environment import UnityEnvironment
 from unity_gym.exceptions import UnityEnvironmentException, UnityTimeOutException
+from unity_gym.player import build
 from unity_gym.side_channels.engine_configuration_channel import EngineConfigurationChannel
 from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
 from unity_gym.side_channels.stats_side_channel import StatsSideChannel
-
-build = pytest.importorskip("unity_gym.player.build", reason="the headless player is missing")
 
 pytestmark = [
     pytest.mark.timeout(180),

@@ -341,7 +341,6 @@ def test_ppo_trains_with_rnd_and_curiosity_logs_saves_and_resumes(
 
 def test_curiosity_and_rnd_on_3dball_games(run_train: RunTrain) -> None:
     """Continuous actions, two real game processes (slot groups stepping on their own)."""
-    pytest.importorskip("unity_gym.vector", reason="needs unity_gym's vector environment")
     behavior = ppo_behavior(
         max_steps=2400,
         summary_freq=1200,

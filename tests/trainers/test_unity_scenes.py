@@ -12,7 +12,7 @@ import onnxruntime
 import pytest
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 
-pytest.importorskip("unity_gym.vector", reason="needs unity_gym's vector environment")
+import unity_gym.vector  # noqa: F401  (a broken import fails the module, never skips it)
 
 pytestmark = pytest.mark.timeout(180)
 

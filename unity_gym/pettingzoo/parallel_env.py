@@ -7,7 +7,7 @@ team, the team is added: ``Tennis?team=1``'s first agent is ``Tennis_team1_0`` (
 is ``Tennis_team0_0``); a single-team game gives ``3DBall_0``, ``3DBall_1``, ... Names are
 fixed: ``possible_agents`` is the set of agents of the first episode (read when the game starts)
 and never changes; a later episode with more agents of a behavior is an error. A built-in scene
-declares its behaviors and agents in advance (:func:`unity_gym.registration.scene_behaviors`):
+declares its behaviors and agents in advance (:func:`unity_gym.game.catalogue.scene_behaviors`):
 there ``possible_agents`` and the spaces cover every behavior the scene may bring, also one whose
 agents decide only in later episodes (the WallJump scene moves each area's agent between
 ``SmallWallJump`` and ``BigWallJump`` as Unity's ``SetModel`` does), and an episode's ``agents``
@@ -86,9 +86,12 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from unity_gym.base_env import DecisionSteps, TerminalSteps
+from unity_gym.behavior_names import split_behavior_name
 from unity_gym.exceptions import UnityActionException, UnityEnvironmentException, UnityException
+from unity_gym.game.catalogue import scene_behaviors
+from unity_gym.game.env_params import apply_env_param
+from unity_gym.game.settings import GameSettings
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
-from unity_gym.registration import GameSettings, apply_env_param, scene_behaviors
 from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats, StatsSideChannel
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
@@ -124,12 +127,11 @@ def agent_name_prefixes(behavior_names: Sequence[str]) -> dict[str, str]:
 
     The team is included only when another behavior has the same name without its team.
     """
-    base = {name: name.split("?", 1)[0] for name in behavior_names}
+    parsed = {name: split_behavior_name(name) for name in behavior_names}
     prefixes = {}
-    for name in behavior_names:
-        shared = sum(1 for other in behavior_names if base[other] == base[name]) > 1
-        team = name.split("team=", 1)[1] if "?team=" in name else "0"
-        prefixes[name] = f"{base[name]}_team{team}" if shared else base[name]
+    for name, (base, team) in parsed.items():
+        shared = sum(1 for other, _ in parsed.values() if other == base) > 1
+        prefixes[name] = f"{base}_team{team}" if shared else base
     if len(set(prefixes.values())) != len(prefixes):
         raise UnityEnvironmentException(
             f"Behaviors {sorted(behavior_names)} cannot be given distinct agent names."
@@ -184,7 +186,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         restarts_rate_limit_n: restarts allowed within any ``restarts_rate_limit_period_s``
             seconds (-1: no limit).
         restarts_rate_limit_period_s: length in seconds of the rate-limit window.
-        **game_options: the other :class:`~unity_gym.registration.GameSettings` fields
+        **game_options: the other :class:`~unity_gym.game.settings.GameSettings` fields
             (``no_graphics``, ``time_scale``, ``env_params``, ``timeout_wait``,
             ``scene_options``, ``worker_id``, ``base_port``, ``num_areas``, ``log_folder``, ...).
 
@@ -399,7 +401,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         """Change environment parameters of the running game (curriculum lessons).
 
         Each value is a float or a sampler dict, as for ``env_params=`` of
-        :class:`unity_gym.registration.GameSettings`. They reach the game through its
+        :class:`unity_gym.game.settings.GameSettings`. They reach the game through its
         ``EnvironmentParametersChannel`` with the next ``step`` or ``reset`` (Unity games
         usually read them when an episode begins); a game restarted or relaunched later
         (a failure, ``reset(seed=...)``) starts with them. Parameters not named keep their

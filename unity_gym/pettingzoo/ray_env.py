@@ -54,8 +54,8 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.game.settings import GameSettings
 from unity_gym.pettingzoo.parallel_env import UnityParallelEnv
-from unity_gym.registration import GameSettings
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats
 from unity_gym.vector.backends.ray_pool import (
     first_line,
@@ -560,7 +560,7 @@ def _owned(value: Any) -> Any:
 
 
 def _default_timeout_wait() -> float:
-    """:class:`~unity_gym.registration.GameSettings`' default ``timeout_wait``."""
+    """:class:`~unity_gym.game.settings.GameSettings`' default ``timeout_wait``."""
     return float(GameSettings.timeout_wait)  # a dataclass field's default is a class attribute
 
 

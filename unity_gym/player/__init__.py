@@ -6,6 +6,13 @@ can drive it. Run ``python -m unity_gym.player --scene 3DBall`` (or the ``unity-
 console script); ``python -m unity_gym.player.build`` writes an executable launcher that
 ``UnityEnvironment(file_name=...)`` can start. Scenes implement
 :class:`~unity_gym.player.scenes.Scene`.
+
+What lives here: the Academy loop and the agent batches (``academy``), the trainer connection
+and handshake (``connection``, ``capabilities``, ``wire``), behavior and sensor specs
+(``specs``, ``observations``, ``stacking``, ``raycast``), side channels and samplers, the demo
+recorder, the command line and launcher (``cli``, ``runtime``, ``build``) and the scenes
+(``scenes/``). It sits beside the bridge and never imports it; the rest of unity_gym asks it
+about scenes only through :mod:`unity_gym.game.catalogue`.
 """
 
 from __future__ import annotations

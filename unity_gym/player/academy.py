@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from unity_gym.behavior_names import BehaviorSelectionError, select_behavior
 from unity_gym.protocol.communicator_objects.unity_rl_input_pb2 import UnityRLInputProto
 
 from .capabilities import Capabilities
@@ -38,9 +39,8 @@ from .wire import AgentReports, OutputBuilder, read_actions
 
 if TYPE_CHECKING:
     from .connection import TrainerConnection
-    from .scenes.base import Scene
 
-__all__ = ["Academy", "AgentBatch", "SceneContext", "episode_stat_keys"]
+__all__ = ["Academy", "AgentBatch", "SceneContext", "SceneHooks", "episode_stat_keys"]
 
 logger = logging.getLogger("unity_gym.player")
 
@@ -403,6 +403,65 @@ class SceneContext:
             batch.interrupt_episode(idx)
 
 
+class SceneHooks(Protocol):
+    """What the Academy calls on a scene: the callbacks of :class:`unity_gym.player.Scene`.
+
+    Declared here, structurally, so that the Academy does not import the scenes package (whose
+    base class refers to :class:`AgentBatch` and :class:`SceneContext`): every ``Scene``
+    satisfies it.
+    """
+
+    base_area_count: int
+
+    def behaviors(self) -> Sequence[BehaviorSpec]:
+        """The behaviors the scene declares."""
+        ...
+
+    def setup(self, context: SceneContext) -> None:
+        """Called once with the Academy's context, before the agents are initialized."""
+        ...
+
+    def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """Agent ``Initialize()``."""
+        ...
+
+    def on_environment_reset(self) -> None:
+        """Academy ``OnEnvironmentReset``."""
+        ...
+
+    def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """Agent ``OnEpisodeBegin()``."""
+        ...
+
+    def collect_observations(self, batch: AgentBatch, slots: np.ndarray) -> Sequence[np.ndarray]:
+        """Agent ``CollectObservations()``."""
+        ...
+
+    def write_action_mask(self, batch: AgentBatch, slots: np.ndarray) -> np.ndarray:
+        """Agent ``WriteDiscreteActionMask()``."""
+        ...
+
+    def on_action_received(
+        self, batch: AgentBatch, slots: np.ndarray, continuous: np.ndarray, discrete: np.ndarray
+    ) -> None:
+        """Agent ``OnActionReceived()``."""
+        ...
+
+    def heuristic(
+        self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Agent ``Heuristic()``."""
+        ...
+
+    def before_academy_step(self, academy_step: int) -> None:
+        """Scripts' ``FixedUpdate`` before the Academy step."""
+        ...
+
+    def after_academy_step(self) -> None:
+        """The physics step after the Academy step."""
+        ...
+
+
 class Academy:
     """Runs a scene's agents step by step, talking to a trainer or playing heuristically.
 
@@ -422,7 +481,7 @@ class Academy:
 
     def __init__(
         self,
-        scene: Scene,
+        scene: SceneHooks,
         *,
         channels: StandardChannels,
         hub: SideChannelHub,
@@ -480,18 +539,16 @@ class Academy:
         return sum(b.size for b in self.batches)
 
     def batch(self, behavior: str) -> AgentBatch:
-        """The batch of ``behavior`` (full or plain name).
+        """The batch of ``behavior`` (full name, or plain name when unique: the rule of
+        :func:`unity_gym.behavior_names.select_behavior`).
 
         Raises:
             SceneError: if no behavior (or several) match.
         """
-        found = self._by_name.get(behavior)
-        if found is not None:
-            return found
-        matches = [b for b in self.batches if b.spec.name == behavior]
-        if len(matches) != 1:
-            raise SceneError(f"no unique behavior {behavior!r}; behaviors: {sorted(self._by_name)}")
-        return matches[0]
+        try:
+            return self._by_name[select_behavior(self._by_name, behavior, option="behavior ")]
+        except BehaviorSelectionError as error:
+            raise SceneError(str(error)) from None
 
     # ---- the step ----------------------------------------------------------------------------
 

@@ -17,8 +17,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import unity_gym
-
 from .errors import PlayerError
 from .scenes import get_scene_class
 
@@ -65,7 +63,7 @@ def build_executable(
             )
     directory.mkdir(parents=True, exist_ok=True)
     interpreter = python or sys.executable
-    package_root = Path(unity_gym.__file__).resolve().parents[1]
+    package_root = Path(__file__).resolve().parents[2]  # the folder holding unity_gym/
     command = [interpreter, "-m", "unity_gym.player", "--scene", scene, *extra_args]
     script = (
         "#!/bin/sh\n"

@@ -32,6 +32,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from unity_gym.behavior_names import BehaviorSelectionError, MultipleBehaviorsError
+from unity_gym.behavior_names import select_behavior as pick_behavior
 from unity_gym.demo import (
     API_VERSION,
     BRAIN_PARAMETERS_OFFSET,
@@ -70,26 +72,25 @@ class RecordingSummary:
 
 
 def select_behavior(batches: list[AgentBatch], behavior: str | None) -> AgentBatch:
-    """The batch to record: ``behavior`` (full or plain name), or the only one.
+    """The batch to record: ``behavior`` or the only one, by the rule of
+    :func:`unity_gym.behavior_names.select_behavior` (full name, or plain name when unique).
 
     Raises:
-        PlayerError: if ``behavior`` matches nothing, or is ``None`` with several behaviors.
+        PlayerError: if ``behavior`` matches nothing or several, or is ``None`` with several
+            behaviors.
     """
-    names = [b.name for b in batches]
-    if behavior is None:
-        if len(batches) == 1:
-            return batches[0]
-        raise PlayerError(
-            f"the scene has {len(batches)} behaviors ({', '.join(names)}) and a demonstration "
-            "records one: choose it with --record-behavior NAME"
-        )
-    matches = [b for b in batches if behavior in (b.name, b.spec.name)]
-    if len(matches) != 1:
-        raise PlayerError(
-            f"--record-behavior {behavior!r} matches {len(matches)} behaviors of the scene; "
-            f"use one of: {', '.join(names)}"
-        )
-    return matches[0]
+    by_name = {batch.name: batch for batch in batches}
+    try:
+        return by_name[
+            pick_behavior(
+                by_name,
+                behavior,
+                option="--record-behavior ",
+                choose="a demonstration records one: choose it with --record-behavior NAME",
+            )
+        ]
+    except (BehaviorSelectionError, MultipleBehaviorsError) as error:
+        raise PlayerError(str(error)) from None
 
 
 class DemoRecorder:

@@ -1,6 +1,11 @@
 """Side channels: typed messages multiplexed beside the RL data of each exchange (spec §5).
 
 Class and method names match ``mlagents_envs.side_channel`` so code migrates by changing imports.
+
+What lives here: the message reader and writer (``messages``), the channel base classes and the
+manager that frames them (``side_channel``, ``side_channel_manager``), and the standard channels
+(engine configuration, environment parameters, float properties, raw bytes, stats, training
+analytics). This package depends only on the wire messages and :mod:`unity_gym.version`.
 """
 
 from __future__ import annotations

@@ -19,13 +19,13 @@ from typing import Any
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
-import unity_gym
 from unity_gym.protocol.communicator_objects.training_analytics_pb2 import (
     TrainingBehaviorInitialized,
     TrainingEnvironmentInitialized,
 )
 from unity_gym.side_channels.messages import OutgoingMessage
 from unity_gym.side_channels.side_channel import OutgoingOnlySideChannel
+from unity_gym.version import __version__
 
 __all__ = [
     "DefaultTrainingAnalyticsSideChannel",
@@ -138,8 +138,8 @@ class TrainingAnalyticsSideChannel(OutgoingOnlySideChannel):
         """
         info = sys.version_info
         message = TrainingEnvironmentInitialized(
-            mlagents_version=f"unity-gym {unity_gym.__version__}",
-            mlagents_envs_version=unity_gym.__version__,
+            mlagents_version=f"unity-gym {__version__}",
+            mlagents_envs_version=__version__,
             python_version=f"{info.major}.{info.minor}.{info.micro}",
             torch_version=torch_version or _UNKNOWN,
             torch_device_type=torch_device_type or _UNKNOWN,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from unity_gym.exceptions import UnityEnvironmentException, UnityTimeOutException
 
 if TYPE_CHECKING:
-    from unity_gym.registration import GameSettings
+    from unity_gym.game.settings import GameSettings
 
 __all__ = [
     "RestartLimitError",

@@ -22,14 +22,15 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from unity_gym.base_env import ActionTuple, BehaviorSpec, DecisionSteps, TerminalSteps
+from unity_gym.behavior_names import select_behavior
 from unity_gym.environment import UnityEnvironment
 from unity_gym.exceptions import (
     UnityActionException,
     UnityEnvironmentException,
     UnityException,
-    UnityMultipleBehaviorsException,
 )
-from unity_gym.registration import GameSettings, apply_env_param
+from unity_gym.game.env_params import apply_env_param
+from unity_gym.game.settings import GameSettings
 from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
 from unity_gym.side_channels.stats_side_channel import StatsSideChannel
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
@@ -94,34 +95,6 @@ class WorkerConfig:
     expected_agents: int | None = None
     timer_interval_s: float = 10.0
     max_exchanges_per_step: int = 10_000
-
-
-def select_behavior(available: list[str], requested: str | None) -> str:
-    """The behavior to drive among ``available`` (the game's behavior names).
-
-    Raises:
-        UnityMultipleBehaviorsException: ``requested`` is None and the game has several.
-        UnityEnvironmentException: ``requested`` is unknown, or the game has no behavior.
-    """
-    if requested is not None:
-        if requested in available:
-            return requested
-        raise UnityEnvironmentException(
-            f"behavior_name={requested!r} is not a behavior of this game; it has "
-            f"{sorted(available)}. Pass one of these names."
-        )
-    if len(available) == 1:
-        return available[0]
-    if not available:
-        raise UnityEnvironmentException(
-            "The game reported no behavior after its reset: no agent requested a decision. "
-            "Check that its agents use the default (remote) behavior type."
-        )
-    raise UnityMultipleBehaviorsException(
-        f"The game has several behaviors {sorted(available)}; pass behavior_name=... to choose "
-        "whose agents become the vector env's slots (unity_gym.pettingzoo drives all of them).",
-        tuple(sorted(available)),
-    )
 
 
 class _GameFailedError(Exception):

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from unity_gym.registration import GameSettings
+from unity_gym.behavior_names import select_behavior
+from unity_gym.game.catalogue import scene_layout
+from unity_gym.game.settings import GameSettings
 
 __all__ = ["ProcessPlan", "check_slot_count", "plan_processes"]
 
@@ -86,33 +88,15 @@ def check_slot_count(
 
 def _builtin_counts(settings: GameSettings, behavior_name: str | None) -> tuple[str, int, int, int]:
     """``(behavior, its agents per area, all agents per area, base areas)`` of a built-in scene."""
-    from unity_gym.player.errors import PlayerError
-    from unity_gym.player.scenes import get_scene_class
-
     assert settings.scene is not None
-    try:
-        scene = get_scene_class(settings.scene)(
-            dict(settings.scene_options or {}), num_agents=settings.num_agents
-        )
-    except PlayerError as error:
-        raise ValueError(f"scene {settings.scene!r}: {error}") from None
-    behaviors = {spec.full_name: spec for spec in scene.behaviors()}
-    if behavior_name is not None:
-        chosen = behaviors.get(behavior_name)
-        if chosen is None:
-            raise ValueError(
-                f"behavior_name={behavior_name!r} is not a behavior of scene {settings.scene!r}; "
-                f"it has {sorted(behaviors)}."
-            )
-    elif len(behaviors) == 1:
-        chosen = next(iter(behaviors.values()))
-    else:
-        raise ValueError(
-            f"Scene {settings.scene!r} has several behaviors {sorted(behaviors)}; pass "
-            "behavior_name=... to choose whose agents become the vector env's slots."
-        )
-    total = sum(spec.agents_per_area for spec in behaviors.values())
-    return chosen.full_name, chosen.agents_per_area, total, scene.base_area_count
+    layout = scene_layout(settings.scene, settings.scene_options, settings.num_agents)
+    chosen = select_behavior(
+        layout.agents_per_area,
+        behavior_name,
+        choose="pass behavior_name=... to choose whose agents become the vector env's slots.",
+    )
+    total = sum(layout.agents_per_area.values())
+    return chosen, layout.agents_per_area[chosen], total, layout.base_areas
 
 
 def plan_processes(

@@ -74,7 +74,7 @@ from gymnasium.vector.utils import batch_space
 
 from unity_gym.base_env import BehaviorSpec
 from unity_gym.exceptions import UnityEnvironmentException, UnityTimeOutException
-from unity_gym.registration import GameSettings
+from unity_gym.game.settings import GameSettings
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats, StatsAggregationMethod
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
 from unity_gym.timers import hierarchical_timer, merge_timer_tree
@@ -170,7 +170,7 @@ class UnityVectorEnv(VectorEnv):
         shutdown_timeout: seconds :meth:`close` lets workers close their games.
         render_mode: must be None (slots have no renderer).
         max_episode_steps: must be None (the game ends episodes; see the scene's max step).
-        **game_settings: the game keywords of :class:`unity_gym.registration.GameSettings`
+        **game_settings: the game keywords of :class:`unity_gym.game.settings.GameSettings`
             (``file_name``, ``scene``, ``seed``, ``env_params``, ``time_scale``, ``timeout_wait``,
             ``num_agents``, ``scene_options``, ...). Game ``i`` gets seed ``seed + i`` and
             ``worker_id`` ``worker_id + i``.
@@ -600,7 +600,7 @@ class UnityVectorEnv(VectorEnv):
         """Change environment parameters of the running games (curriculum lessons).
 
         Each value is a float or a sampler dict, as for ``env_params=`` of
-        :class:`unity_gym.registration.GameSettings`. Every game gets them through its
+        :class:`unity_gym.game.settings.GameSettings`. Every game gets them through its
         ``EnvironmentParametersChannel`` before its next step or reset (a step already in
         flight finishes first); Unity games usually read them when an episode begins. Games
         restarted or relaunched later (a failure, ``reset(seed=...)``) start with them too.

@@ -10,7 +10,7 @@ class, so protos built with either name are the same objects. The official gRPC 
 
 from __future__ import annotations
 
-from types import ModuleType
+from unity_gym.compat.communicator_objects._public_names import public_names
 
 __all__ = ["MESSAGE_MODULES", "public_names"]
 
@@ -38,16 +38,3 @@ MESSAGE_MODULES = (
     "unity_to_external_pb2",
 )
 """The generated modules mirrored here (every official one but the gRPC stubs)."""
-
-
-def public_names(module: ModuleType) -> list[str]:
-    """The names a generated ``_pb2`` module defines for its users, sorted.
-
-    Messages, enum wrappers, enum values and ``DESCRIPTOR``; not the protobuf modules it
-    imports nor its private names.
-    """
-    return sorted(
-        name
-        for name, value in vars(module).items()
-        if not name.startswith("_") and not isinstance(value, ModuleType)
-    )

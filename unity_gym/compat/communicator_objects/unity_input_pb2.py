@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unity_gym.compat.communicator_objects import public_names
+from unity_gym.compat.communicator_objects._public_names import public_names
 from unity_gym.protocol.communicator_objects import unity_input_pb2 as _generated
 
 __all__ = public_names(_generated)

@@ -17,7 +17,7 @@ from unity_gym.base_env import BaseEnv
 from unity_gym.compat.registry.base_registry_entry import BaseRegistryEntry
 from unity_gym.compat.registry.remote_registry_entry import merged_additional_args
 from unity_gym.environment import UnityEnvironment
-from unity_gym.registration import builtin_executable
+from unity_gym.game.catalogue import builtin_executable
 
 __all__ = ["BUILTIN_EXAMPLES", "BuiltinRegistryEntry", "builtin_entries"]
 
@@ -50,7 +50,7 @@ class BuiltinRegistryEntry(BaseRegistryEntry):
         identifier: the environment's registry name.
         expected_reward: reward at which the task counts as solved, if known.
         description: human-readable description.
-        scene: the built-in scene (``unity_gym.registration.builtin_scene_names()``).
+        scene: the built-in scene (``unity_gym.game.catalogue.builtin_scene_names()``).
         additional_args: player arguments always given (e.g. ``["--num-agents", "1"]``).
     """
 
@@ -87,9 +87,9 @@ class BuiltinRegistryEntry(BaseRegistryEntry):
 
 
 def _description(identifier: str, scene: str) -> str:
-    from unity_gym.player.scenes import get_scene_class
+    from unity_gym.game.catalogue import scene_summary
 
-    summary = (get_scene_class(scene).__doc__ or "").strip().splitlines()[0]
+    summary = scene_summary(scene)
     return (
         f"## {identifier}\n"
         f"unity_gym's built-in headless stand-in of the ML-Agents example {identifier} "
@@ -99,7 +99,7 @@ def _description(identifier: str, scene: str) -> str:
 
 def builtin_entries() -> list[BuiltinRegistryEntry]:
     """One entry per :data:`BUILTIN_EXAMPLES` item whose scene the player has, in that order."""
-    from unity_gym.registration import builtin_scene_names
+    from unity_gym.game.catalogue import builtin_scene_names
 
     available = set(builtin_scene_names())
     return [

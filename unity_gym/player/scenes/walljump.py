@@ -26,7 +26,7 @@ configuration only. The 2000-step limit is enforced by the scene on the active a
 interruption, like Unity's ``MaxStep``); the behavior specs therefore declare no ``max_step``.
 Option ``walls=small`` (or ``big``) draws only configurations 0-1 (2-4), so that one behavior
 alone ever decides (the PettingZoo front reads both behaviors from the scene's declaration, see
-:func:`unity_gym.registration.scene_behaviors`). The player's
+:func:`unity_gym.game.catalogue.scene_behaviors`). The player's
 ``Player/Episode Length/<behavior>`` statistic also counts the steps an agent was
 dormant since its previous episode.
 
