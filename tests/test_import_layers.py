@@ -26,11 +26,19 @@ import unity_gym
 
 PACKAGE = Path(unity_gym.__file__).resolve().parent
 
-FOUNDATION = {"exceptions", "version", "protocol", "timers"}
+FOUNDATION = {"exceptions", "version", "protocol", "temp_files", "timers"}
 PARTS = FOUNDATION | {"base_env", "side_channels", "launcher", "behavior_names"}
 CODECS = PARTS | {"decoding", "communicator", "spaces"}
 BRIDGE = CODECS | {"environment", "demo"}
-PLAYER_USES = {"exceptions", "protocol", "side_channels", "demo", "behavior_names", "decoding"}
+PLAYER_USES = {
+    "exceptions",
+    "protocol",
+    "side_channels",
+    "demo",
+    "behavior_names",
+    "decoding",
+    "temp_files",
+}
 GAME = BRIDGE | {"player"}
 FRONT_BASE = GAME | {"game"}
 
@@ -38,7 +46,8 @@ ALLOWED: dict[str, set[str]] = {
     "exceptions": set(),
     "version": set(),
     "protocol": set(),
-    "timers": set(),
+    "temp_files": set(),
+    "timers": {"temp_files"},
     "base_env": {"exceptions"},
     "behavior_names": {"exceptions"},
     "launcher": {"exceptions"},
