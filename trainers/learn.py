@@ -90,7 +90,22 @@ def run_training(
     add_metadata("torch_device", str(device))
     _configure_threads(device)
     _announce_precision(options.torch_settings.precision, device)
-    run = RunDirectory.prepare(options.checkpoint_settings)
+    run = RunDirectory.prepare(options.checkpoint_settings)  # locked until run.release()
+    try:
+        _train_in(run, options, seed, device, start, progress_stream)
+    finally:
+        run.release()
+
+
+def _train_in(
+    run: RunDirectory,
+    options: RunOptions,
+    seed: int,
+    device: torch.device,
+    start: float,
+    progress_stream: TextIO | None,
+) -> None:
+    """The body of :func:`run_training`, in the prepared (and locked) ``run``."""
     writers = stats_writers(options, run.root, start)  # built-in, then plugins
     try:
         controller, training_env = _set_up(

@@ -102,8 +102,11 @@ class RunOptions:
                 "Behavior %s is not in the configuration; using the default PPO settings.",
                 behavior_name,
             )
-            settings = TrainerSettings()
-            settings._validate(f"behaviors.{behavior_name}")
+            # mlagents-learn (``RunOptions.behaviors`` is a defaultdict of ``TrainerSettings``)
+            # trains an unlisted behavior with the default PPO settings when the config has no
+            # ``behaviors``; built as a parsed ``{}`` entry, so that every nested default
+            # (beta/epsilon schedules, ...) is filled in as for a written one.
+            settings = _parse_trainer_settings({}, f"behaviors.{behavior_name}", None)
         self.behaviors[behavior_name] = settings
         return settings
 
