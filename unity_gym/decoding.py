@@ -25,7 +25,7 @@ from unity_gym.base_env import (
     ObservationType,
     TerminalSteps,
 )
-from unity_gym.exceptions import UnityObservationException
+from unity_gym.exceptions import UnityCommunicationException, UnityObservationException
 from unity_gym.protocol.communicator_objects.agent_info_pb2 import AgentInfoProto
 from unity_gym.protocol.communicator_objects.brain_parameters_pb2 import BrainParametersProto
 from unity_gym.protocol.communicator_objects.command_pb2 import RESET, STEP
@@ -98,8 +98,22 @@ def behavior_spec_from_proto(
 
     The action spec comes from ``action_spec``; when it declares no action at all, from the
     deprecated fields (``vector_action_space_type_deprecated`` 1 = continuous).
+
+    Raises:
+        UnityCommunicationException: for a spec no game can mean (negative observation sizes,
+            a negative continuous size, a branch size below 1), naming the behavior. Unity's
+            ``ActionSpec`` makes branches of at least one action; ``mlagents_envs`` does not
+            check and fails later (numpy's "negative dimensions are not allowed").
     """
+    name = brain_parameters.brain_name
     observation_specs = [observation_spec_from_proto(o) for o in agent_info.observations]
+    for index, spec in enumerate(observation_specs):
+        if any(size < 0 for size in spec.shape):
+            raise UnityCommunicationException(
+                f"The game's behavior {name!r} announced observation {index} "
+                f"({spec.name or 'unnamed'}) with shape {spec.shape}; sizes cannot be "
+                "negative. The game (or its sensor) is broken: fix the sensor's shape."
+            )
     declared = brain_parameters.action_spec
     if declared.num_continuous_actions == 0 and declared.num_discrete_actions == 0:
         sizes = tuple(brain_parameters.vector_action_size_deprecated)
@@ -110,6 +124,13 @@ def behavior_spec_from_proto(
     else:
         action_spec = ActionSpec(
             declared.num_continuous_actions, tuple(declared.discrete_branch_sizes)
+        )
+    if action_spec.continuous_size < 0 or any(size < 1 for size in action_spec.discrete_branches):
+        raise UnityCommunicationException(
+            f"The game's behavior {name!r} announced {action_spec.continuous_size} continuous "
+            f"actions and discrete branch sizes {list(action_spec.discrete_branches)}; the "
+            "continuous size must be >= 0 and every branch size >= 1. Fix the behavior's "
+            "action spec (Behavior Parameters) in the game."
         )
     return BehaviorSpec(observation_specs, action_spec)
 
@@ -444,9 +465,13 @@ def steps_from_proto(
     """Split a behavior's AgentInfos by ``done`` into decision and terminal batches.
 
     Both keep message order. Vector observations, rewards and group rewards are checked for
-    NaN/inf.
+    NaN/inf. An agent may be in both batches (its episode ended and the next one began in one
+    step), but not twice in one batch.
 
     Raises:
+        UnityCommunicationException: an agent id appears twice among the deciding (or the
+            ending) agents; ``mlagents_envs`` accepts that and its ``agent_id_to_index`` keeps
+            only the last row.
         UnityObservationException: for observations not matching ``spec``.
         NonFiniteValueError: for NaN/inf in vector observations, rewards or group rewards.
     """
@@ -469,6 +494,15 @@ def _scalars(
     rewards = np.array([a.reward for a in agents], dtype=np.float32)
     group_ids = np.array([a.group_id for a in agents], dtype=np.int32)
     group_rewards = np.array([a.group_reward for a in agents], dtype=np.float32)
+    if len(ids) > 1:
+        unique, counts = np.unique(ids, return_counts=True)
+        if len(unique) != len(ids):
+            raise UnityCommunicationException(
+                f"The game sent agent ids {unique[counts > 1][:10].tolist()} of behavior "
+                f"{behavior_name!r} more than once in one step (among {len(ids)} agents with "
+                "the same done flag); every agent must report once per step. The game is "
+                "broken: check that agents are not registered twice."
+            )
     _raise_if_not_finite(rewards, "rewards", behavior_name, ids)
     _raise_if_not_finite(group_rewards, "group rewards", behavior_name, ids)
     return ids, rewards, group_ids, group_rewards
