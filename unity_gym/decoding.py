@@ -42,6 +42,7 @@ __all__ = [
     "encode_reset_input",
     "encode_step_input",
     "observation_spec_from_proto",
+    "png_dimensions",
     "split_png_stream",
     "steps_from_proto",
 ]
@@ -177,6 +178,13 @@ def split_png_stream(data: bytes) -> list[bytes]:
     return images
 
 
+def png_dimensions(image: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` from a PNG's ``IHDR`` header, read without decoding; None if absent."""
+    if len(image) < 24 or image[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(image[16:20], "big"), int.from_bytes(image[20:24], "big")
+
+
 def decode_png(image: bytes) -> np.ndarray:
     """Decode one PNG into float32 ``(channels, H, W)`` in ``[0, 1]``, top row first.
 
@@ -260,13 +268,27 @@ def decode_png_observation(
     takes the mean of the first image's colors; otherwise channels are concatenated and the
     first ``C`` are kept. Grayscale PNGs count as gray RGB where 3 channels per image are needed.
 
+    For a 3-D ``shape`` every image's ``IHDR`` width and height must match ``(W, H)``; this is
+    checked before anything is decoded, so decoding never allocates more than the shape says.
+
     Raises:
-        UnityObservationException: for undecodable data, an invalid mapping, or a decoded shape
-            different from ``shape`` (message gives expected and decoded shapes).
+        UnityObservationException: for undecodable data, an image whose header dimensions do
+            not match ``shape``, an invalid mapping, or a decoded shape different from
+            ``shape`` (message gives expected and decoded shapes).
     """
     expected = tuple(int(d) for d in shape)
+    parts = split_png_stream(data)
+    if len(expected) == 3:  # refuse before decoding: a tiny PNG can declare a huge picture
+        for index, part in enumerate(parts):
+            size = png_dimensions(part)
+            if size is not None and size != (expected[2], expected[1]):
+                raise UnityObservationException(
+                    f"PNG image #{index} of a compressed observation is {size[0]}x{size[1]} "
+                    f"(width x height), the observation's shape {expected} (channels, height, "
+                    f"width) needs {expected[2]}x{expected[1]}; refused without decoding it."
+                )
     with hierarchical_timer("image_decompress"):
-        images = [decode_png(part) for part in split_png_stream(data)]
+        images = [decode_png(part) for part in parts]
     if mapping:
         result = _apply_channel_mapping(images, mapping)
     elif expected and expected[0] == 1:
