@@ -51,7 +51,7 @@ def test_vector_env_refuses_reset_after_close() -> None:
     envs = gymnasium.make_vec("Unity-v0", num_envs=2, scene="Basic")
     envs.reset()
     envs.close()
-    with pytest.raises(Exception, match="(?i)closed"):
+    with pytest.raises(Exception, match=r"(?i)closed"):
         envs.reset()
 
 
