@@ -119,9 +119,27 @@ def run_training(
         run = RunDirectory.prepare(checkpoint_settings)
         if checkpoint_settings.resume:
             trained = run
-    seed = _run_seed(options, trained)
-    options.env_settings.seed = seed  # recorded in configuration.yaml for --resume
-    torch.manual_seed(seed)
+    try:
+        seed = _run_seed(options, trained)
+        options.env_settings.seed = seed  # recorded in configuration.yaml for --resume
+        torch.manual_seed(seed)
+        _train_in(run, trained, options, seed, device, start, progress_stream)
+    finally:
+        run.release()  # the run folder's lock (RunDirectory.prepare)
+
+
+def _train_in(
+    run: RunDirectory,
+    trained: RunDirectory | None,
+    options: RunOptions,
+    seed: int,
+    device: torch.device,
+    start: float,
+    progress_stream: TextIO | None,
+) -> None:
+    """The body of :func:`run_training`, in the prepared (and, for training, locked) ``run``;
+    ``trained`` is the run whose weights are loaded, if any."""
+    checkpoint_settings = options.checkpoint_settings
     writers = stats_writers(options, run.root, start)  # built-in, then plugins
     try:
         controller, training_env = _set_up(

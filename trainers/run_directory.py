@@ -10,33 +10,141 @@ Layout::
     <run>/run_logs/training_status.json checkpoint history per behavior
     <run>/<behavior>/                   events, <behavior>-<step>.pt/.onnx, checkpoint.pt
     <run>/<behavior>.onnx               the final model
+    <run>/.unity-train.lock             held (``fcntl.flock``) by the run that uses the folder
     <run>/inference-<time>/             one --inference session: its own configuration.yaml,
                                           run_logs/ and <behavior>/ event files
 
 An existing run is never overwritten silently: ``--resume`` continues it, ``--force`` deletes it
 first, anything else is an error. ``--inference`` (:meth:`RunDirectory.prepare_inference`)
 never changes the trained run: each session writes into a new ``inference-<time>`` folder.
+
+One run per folder: :meth:`RunDirectory.prepare` takes an exclusive, non-blocking
+``fcntl.flock`` on ``<run>/.unity-train.lock`` before it looks at (or deletes) anything, and
+the run holds it until :meth:`RunDirectory.release` (or until its process ends: the operating
+system drops the lock of a dead process, so there is never a stale lock to clean up). A second
+``unity-train`` on the same run id, with any flags, fails at once with
+:class:`RunInUseError`, naming the other run's process id and command line (which the holder
+writes into the lock file), and leaves the folder as it was. mlagents-learn has no such guard
+(two runs in one folder overwrite each other's files); this is unity-train's own rule.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
+import os
 import re
 import shutil
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainers.settings import CheckpointSettings, ConfigError
 
-__all__ = ["INFERENCE_PREFIX", "RunDirectory", "RunDirectoryError", "behavior_dir_name"]
+__all__ = [
+    "INFERENCE_PREFIX",
+    "LOCK_FILE_NAME",
+    "RunDirectory",
+    "RunDirectoryError",
+    "RunInUseError",
+    "RunLock",
+    "behavior_dir_name",
+]
 
+LOCK_FILE_NAME = ".unity-train.lock"
+"""The lock file's name inside the run folder (not counted as content of the run)."""
 INFERENCE_PREFIX = "inference-"
 """``--inference`` sessions write into ``<run>/inference-<YYYYmmdd-HHMMSS>[-N]``."""
 
 
 class RunDirectoryError(ConfigError):
     """The run directory cannot be used as requested (exists, missing, ...)."""
+
+
+class RunInUseError(RunDirectoryError):
+    """Another process holds the run folder's lock: it is training (or evaluating) that run."""
+
+
+def _holder_description(lock_path: Path) -> str:
+    """``pid N (command line)`` of the lock's holder, read from the lock file.
+
+    The holder writes its record right after taking the lock; a reader that comes in between
+    waits up to half a second for it.
+    """
+    deadline = time.monotonic() + 0.5
+    while True:
+        try:
+            record = json.loads(lock_path.read_text(encoding="utf-8"))
+            return f"pid {int(record['pid'])} ({' '.join(map(str, record['command']))})"
+        except (OSError, ValueError, KeyError, TypeError):
+            if time.monotonic() >= deadline:
+                return "a process that did not record its pid"
+            time.sleep(0.05)
+
+
+@dataclass
+class RunLock:
+    """An exclusive ``fcntl.flock`` on ``<run>/.unity-train.lock``, held for a run's life."""
+
+    path: Path
+    _fd: int | None = field(default=None, repr=False)
+
+    @classmethod
+    def acquire(cls, run_root: Path, run_id: str) -> RunLock:
+        """Take the lock of ``run_root`` (creating the folder if needed) without waiting.
+
+        Raises:
+            RunInUseError: another live process holds it; the message names that process.
+        """
+        run_root.mkdir(parents=True, exist_ok=True)
+        path = run_root / LOCK_FILE_NAME
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise RunInUseError(
+                    f"run '{run_id}' in {run_root} is in use by another unity-train: "
+                    f"{_holder_description(path)}. Wait for it to finish or stop it, or choose "
+                    "another --run-id; nothing was changed."
+                ) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            # The holder before us may have deleted the folder (a failed start) after we opened
+            # the file: a lock on an unlinked file guards nothing, so take the current file's.
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+            run_root.mkdir(parents=True, exist_ok=True)
+        record = json.dumps({"pid": os.getpid(), "command": [sys.executable, *sys.argv]})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record.encode("utf-8"), 0)
+        return cls(path, fd)
+
+    @property
+    def held(self) -> bool:
+        """Whether this object still holds the lock."""
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Clear the holder record and drop the lock (idempotent)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)  # closing the descriptor drops the flock
 
 
 def behavior_dir_name(behavior_name: str) -> str:
@@ -46,9 +154,15 @@ def behavior_dir_name(behavior_name: str) -> str:
 
 @dataclass(frozen=True)
 class RunDirectory:
-    """Paths of one run."""
+    """Paths of one run, and (from :meth:`prepare`) the lock that keeps it to one process."""
 
     root: Path
+    lock: RunLock | None = field(default=None, compare=False, repr=False)
+
+    def release(self) -> None:
+        """Drop the run folder's lock (at the end of the run; idempotent)."""
+        if self.lock is not None:
+            self.lock.release()
 
     @property
     def run_logs(self) -> Path:
@@ -81,14 +195,36 @@ class RunDirectory:
 
     @classmethod
     def prepare(cls, settings: CheckpointSettings) -> RunDirectory:
-        """Check the resume/force rules and create the directory.
+        """Lock the run folder, check the resume/force rules and create the directory.
+
+        The lock is taken first, so a run that finds the folder in use changes nothing (with
+        ``--force`` it deletes nothing). The caller must :meth:`release` the returned run when
+        it ends (the lock also goes with the process).
 
         Raises:
+            RunInUseError: another process holds the run folder (its pid and command line are
+                in the message).
             RunDirectoryError: the run exists without ``--resume``/``--force``, or ``--resume``
                 names a run that does not exist, or ``--initialize-from`` names a missing run.
         """
         root = settings.run_dir
-        exists = root.is_dir() and any(root.iterdir())
+        created = not root.exists()
+        lock = RunLock.acquire(root, settings.run_id)
+        try:
+            run = cls._checked(settings, root, lock)
+        except BaseException:
+            lock.release()
+            if created:  # leave no trace of a run that never started
+                shutil.rmtree(root, ignore_errors=True)
+            else:
+                lock.path.unlink(missing_ok=True)
+            raise
+        return run
+
+    @classmethod
+    def _checked(cls, settings: CheckpointSettings, root: Path, lock: RunLock) -> RunDirectory:
+        """The resume/force/initialize-from rules of :meth:`prepare`, under ``lock``."""
+        exists = any(entry.name != LOCK_FILE_NAME for entry in root.iterdir())
         if settings.resume:
             if not exists:
                 raise RunDirectoryError(
@@ -101,7 +237,13 @@ class RunDirectory:
                     f"run '{settings.run_id}' already exists in {root}; use --resume to continue "
                     "it, --force to overwrite it, or choose another --run-id."
                 )
-            shutil.rmtree(root)
+            for entry in root.iterdir():  # everything but the lock we hold
+                if entry.name == LOCK_FILE_NAME:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
         if settings.initialize_from is not None:
             source = Path(settings.results_dir) / settings.initialize_from
             if not source.is_dir():
@@ -109,7 +251,7 @@ class RunDirectory:
                     f"--initialize-from {settings.initialize_from}: no run at {source}; give the "
                     "run id of a finished run in the same --results-dir."
                 )
-        run = cls(root)
+        run = cls(root, lock)
         run.run_logs.mkdir(parents=True, exist_ok=True)
         return run
 
@@ -139,7 +281,8 @@ class RunDirectory:
         """
         root = settings.run_dir
         exists = root.is_dir() and any(
-            not child.name.startswith(INFERENCE_PREFIX) for child in root.iterdir()
+            not child.name.startswith(INFERENCE_PREFIX) and child.name != LOCK_FILE_NAME
+            for child in root.iterdir()
         )
         if not exists and (settings.resume or not other_source):
             raise RunDirectoryError(

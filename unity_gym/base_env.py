@@ -146,8 +146,12 @@ class ActionTuple:
     def add_discrete(self, discrete: Any) -> None:
         """Set the discrete part (cast to int32).
 
+        ``mlagents_envs`` casts with ``astype(np.int32)``, which wraps values outside int32
+        (``2**32 + 2`` becomes branch 2); here such values are refused instead.
+
         Raises:
-            UnityActionException: if ``discrete`` holds something other than whole numbers.
+            UnityActionException: if ``discrete`` holds something other than whole numbers, or
+                numbers outside the int32 range of the wire's ``discrete_actions`` field.
         """
         array = np.asarray(discrete)
         if array.dtype.kind == "f":
@@ -162,6 +166,15 @@ class ActionTuple:
                 f"Discrete actions must be integers castable to int32, got an array of dtype "
                 f"{array.dtype}. Pass an int array of shape (n_agents, number_of_branches)."
             )
+        if array.size:
+            low, high = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+            outside = (array < low) | (array > high)
+            if outside.any():
+                raise UnityActionException(
+                    f"Discrete actions {array[outside][:5].tolist()} do not fit the int32 field "
+                    f"of the wire ([{low}, {high}]); casting would wrap them to other (possibly "
+                    "valid) branch indices. Pass branch indices in [0, branch size)."
+                )
         self._discrete = array.astype(np.int32, copy=False)
         if self._continuous is None:
             self._continuous = np.zeros((_rows(self._discrete), 0), dtype=np.float32)

@@ -38,6 +38,7 @@ __all__ = [
     "STATUS_OK",
     "Communicator",
     "encode_message",
+    "established_connections",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,34 @@ _SIGNAL_CHECK_S = 0.2  # longest stretch a wait for the game blocks without runn
 _HEADER_OK = bytes.fromhex("0a0308c801")
 _CLOSE_MESSAGE = bytes.fromhex("0a03089003")
 _INPUT_FIELD_TAG = b"\x1a"  # UnityMessageProto.unity_input: field 3, length-delimited
+
+
+_PROBE_AFTER_S = 1.0  # a wait this long starts looking for the game's TCP connection ...
+_PROBE_EVERY_S = 0.5  # ... this often; two misses in a row mean the connection is gone
+
+
+def established_connections(port: int) -> int | None:
+    """Established TCP connections accepted on local ``port`` (None where unknown).
+
+    Read from ``/proc/net/tcp`` and ``/proc/net/tcp6`` (Linux). gRPC tells a server nothing
+    about connections between calls, so this is how a wait notices that the game's connection
+    is gone while no call of the game is held.
+    """
+    found = False
+    count = 0
+    suffix = f":{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                lines = handle.readlines()[1:]
+        except OSError:
+            continue
+        found = True
+        for line in lines:
+            fields = line.split(None, 4)
+            if len(fields) > 3 and fields[3] == "01" and fields[1].endswith(suffix):
+                count += 1
+    return count if found else None
 
 
 def _varint(value: int) -> bytes:
@@ -138,12 +167,45 @@ _Event = _Call | _PeerGone
 class _Relay:
     """The part shared with gRPC worker threads: a FIFO of calls and a closed flag."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_message_bytes: int, peer_label: str) -> None:
         self.events: queue.Queue[_Event] = queue.Queue()
         self.lock = threading.Lock()
         self.closed = False
         self.connected = False
         self.outstanding: set[_Call] = set()
+        self.max_message_bytes = max_message_bytes
+        self.peer_label = peer_label
+
+    def serve_stream(self, requests: Any, context: grpc.ServicerContext) -> bytes:
+        """gRPC handler, called when a call *starts*: read its one message, then :meth:`serve`.
+
+        ``Exchange`` is unary on the wire; serving it as client-streaming (the bytes on the wire
+        are the same) lets the handler run before the message is read, so a message that gRPC
+        refuses (over ``max_message_bytes``) is noticed and reported at once, instead of the
+        call vanishing inside gRPC and the wait running into ``timeout_wait``.
+        """
+        try:
+            request = next(requests)
+        except (StopIteration, grpc.RpcError):  # which one gRPC reports for a refusal varies
+            limit = self.max_message_bytes
+            self._fail(
+                UnityCommunicationException(
+                    f"A message of {self.peer_label} did not arrive: gRPC refused it, most "
+                    f"likely because it was larger than max_message_bytes ({limit} bytes, "
+                    f"{limit / 2**20:g} MiB), or the game broke the connection while sending "
+                    "it. Pass a larger max_message_bytes= to UnityEnvironment (or use fewer "
+                    "agents, smaller or PNG-compressed observations)."
+                )
+            )
+            return b""
+        return self.serve(request, context)
+
+    def _fail(self, error: Exception) -> None:
+        """Wake the main thread with ``error`` (unless the session is closed)."""
+        with self.lock:
+            if not self.closed:
+                self.connected = True
+                self.events.put(_PeerGone(error))
 
     def serve(self, request: bytes, context: grpc.ServicerContext) -> bytes:
         """gRPC handler: queue the call, then block until the main thread answers it."""
@@ -255,16 +317,16 @@ class Communicator:
             raise ValueError(f"max_message_bytes must be positive, got {max_message_bytes}")
         self.timeout_wait = float(timeout_wait)
         self.host = host
+        self._relay = _Relay(int(max_message_bytes), peer_label)
         self.peer_label = peer_label
-        self._relay = _Relay()
         _LIVE_RELAYS.add(self._relay)
         self._pending: _Call | None = None
         self._stopped = False
         handler = grpc.method_handlers_generic_handler(
             SERVICE_NAME,
             {
-                EXCHANGE_METHOD: grpc.unary_unary_rpc_method_handler(
-                    self._relay.serve, request_deserializer=None, response_serializer=None
+                EXCHANGE_METHOD: grpc.stream_unary_rpc_method_handler(
+                    self._relay.serve_stream, request_deserializer=None, response_serializer=None
                 )
             },
         )
@@ -292,6 +354,15 @@ class Communicator:
             self, _stop_server, self._server, self._relay, close_grace
         )
         logger.debug("listening on %s", _address(host, bound))
+
+    @property
+    def peer_label(self) -> str:
+        """How error messages name the game."""
+        return self._relay.peer_label
+
+    @peer_label.setter
+    def peer_label(self, label: str) -> None:
+        self._relay.peer_label = label
 
     def start(self) -> None:
         """Begin serving calls (no-op if already serving)."""
@@ -324,7 +395,10 @@ class Communicator:
 
     def _next_call(self, stage: str) -> _Call:
         self.start()
-        deadline = time.monotonic() + self.timeout_wait
+        started = time.monotonic()
+        deadline = started + self.timeout_wait
+        next_probe = started + _PROBE_AFTER_S
+        missing = 0  # consecutive probes that found no connection of the game
         while True:
             # Wake up at least every _SIGNAL_CHECK_S: a Ctrl-C delivered to another thread of
             # the process only reaches Python code when the main thread runs again.
@@ -340,7 +414,19 @@ class Communicator:
                 event = self._relay.events.get(timeout=min(remaining, _SIGNAL_CHECK_S))
                 break
             except queue.Empty:
-                continue
+                pass
+            if stage != "connect" and self._relay.connected and time.monotonic() >= next_probe:
+                next_probe = time.monotonic() + _PROBE_EVERY_S
+                count = established_connections(self.port)
+                missing = missing + 1 if count == 0 else 0
+                if missing >= 2:
+                    self._stopped = True
+                    raise UnityCommunicatorStoppedException(
+                        f"Communicator has exited: {self.peer_label} closed its connection to "
+                        f"port {self.port} between exchanges (after Python's answer, before its "
+                        "next call) without quitting (no status-400 message): it lost the "
+                        "connection, stopped its communicator or crashed."
+                    )
         if isinstance(event, _PeerGone):
             self._stopped = True
             raise event.error

@@ -25,7 +25,7 @@ from unity_gym.base_env import (
     ObservationType,
     TerminalSteps,
 )
-from unity_gym.exceptions import UnityObservationException
+from unity_gym.exceptions import UnityCommunicationException, UnityObservationException
 from unity_gym.protocol.communicator_objects.agent_info_pb2 import AgentInfoProto
 from unity_gym.protocol.communicator_objects.brain_parameters_pb2 import BrainParametersProto
 from unity_gym.protocol.communicator_objects.command_pb2 import RESET, STEP
@@ -42,6 +42,7 @@ __all__ = [
     "encode_reset_input",
     "encode_step_input",
     "observation_spec_from_proto",
+    "png_dimensions",
     "split_png_stream",
     "steps_from_proto",
 ]
@@ -98,8 +99,22 @@ def behavior_spec_from_proto(
 
     The action spec comes from ``action_spec``; when it declares no action at all, from the
     deprecated fields (``vector_action_space_type_deprecated`` 1 = continuous).
+
+    Raises:
+        UnityCommunicationException: for a spec no game can mean (negative observation sizes,
+            a negative continuous size, a branch size below 1), naming the behavior. Unity's
+            ``ActionSpec`` makes branches of at least one action; ``mlagents_envs`` does not
+            check and fails later (numpy's "negative dimensions are not allowed").
     """
+    name = brain_parameters.brain_name
     observation_specs = [observation_spec_from_proto(o) for o in agent_info.observations]
+    for index, spec in enumerate(observation_specs):
+        if any(size < 0 for size in spec.shape):
+            raise UnityCommunicationException(
+                f"The game's behavior {name!r} announced observation {index} "
+                f"({spec.name or 'unnamed'}) with shape {spec.shape}; sizes cannot be "
+                "negative. The game (or its sensor) is broken: fix the sensor's shape."
+            )
     declared = brain_parameters.action_spec
     if declared.num_continuous_actions == 0 and declared.num_discrete_actions == 0:
         sizes = tuple(brain_parameters.vector_action_size_deprecated)
@@ -110,6 +125,13 @@ def behavior_spec_from_proto(
     else:
         action_spec = ActionSpec(
             declared.num_continuous_actions, tuple(declared.discrete_branch_sizes)
+        )
+    if action_spec.continuous_size < 0 or any(size < 1 for size in action_spec.discrete_branches):
+        raise UnityCommunicationException(
+            f"The game's behavior {name!r} announced {action_spec.continuous_size} continuous "
+            f"actions and discrete branch sizes {list(action_spec.discrete_branches)}; the "
+            "continuous size must be >= 0 and every branch size >= 1. Fix the behavior's "
+            "action spec (Behavior Parameters) in the game."
         )
     return BehaviorSpec(observation_specs, action_spec)
 
@@ -154,6 +176,13 @@ def split_png_stream(data: bytes) -> list[bytes]:
         images.append(data[start:cursor])
         start = data.find(PNG_SIGNATURE, cursor)
     return images
+
+
+def png_dimensions(image: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` from a PNG's ``IHDR`` header, read without decoding; None if absent."""
+    if len(image) < 24 or image[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(image[16:20], "big"), int.from_bytes(image[20:24], "big")
 
 
 def decode_png(image: bytes) -> np.ndarray:
@@ -239,13 +268,27 @@ def decode_png_observation(
     takes the mean of the first image's colors; otherwise channels are concatenated and the
     first ``C`` are kept. Grayscale PNGs count as gray RGB where 3 channels per image are needed.
 
+    For a 3-D ``shape`` every image's ``IHDR`` width and height must match ``(W, H)``; this is
+    checked before anything is decoded, so decoding never allocates more than the shape says.
+
     Raises:
-        UnityObservationException: for undecodable data, an invalid mapping, or a decoded shape
-            different from ``shape`` (message gives expected and decoded shapes).
+        UnityObservationException: for undecodable data, an image whose header dimensions do
+            not match ``shape``, an invalid mapping, or a decoded shape different from
+            ``shape`` (message gives expected and decoded shapes).
     """
     expected = tuple(int(d) for d in shape)
+    parts = split_png_stream(data)
+    if len(expected) == 3:  # refuse before decoding: a tiny PNG can declare a huge picture
+        for index, part in enumerate(parts):
+            size = png_dimensions(part)
+            if size is not None and size != (expected[2], expected[1]):
+                raise UnityObservationException(
+                    f"PNG image #{index} of a compressed observation is {size[0]}x{size[1]} "
+                    f"(width x height), the observation's shape {expected} (channels, height, "
+                    f"width) needs {expected[2]}x{expected[1]}; refused without decoding it."
+                )
     with hierarchical_timer("image_decompress"):
-        images = [decode_png(part) for part in split_png_stream(data)]
+        images = [decode_png(part) for part in parts]
     if mapping:
         result = _apply_channel_mapping(images, mapping)
     elif expected and expected[0] == 1:
@@ -444,9 +487,13 @@ def steps_from_proto(
     """Split a behavior's AgentInfos by ``done`` into decision and terminal batches.
 
     Both keep message order. Vector observations, rewards and group rewards are checked for
-    NaN/inf.
+    NaN/inf. An agent may be in both batches (its episode ended and the next one began in one
+    step), but not twice in one batch.
 
     Raises:
+        UnityCommunicationException: an agent id appears twice among the deciding (or the
+            ending) agents; ``mlagents_envs`` accepts that and its ``agent_id_to_index`` keeps
+            only the last row.
         UnityObservationException: for observations not matching ``spec``.
         NonFiniteValueError: for NaN/inf in vector observations, rewards or group rewards.
     """
@@ -469,6 +516,15 @@ def _scalars(
     rewards = np.array([a.reward for a in agents], dtype=np.float32)
     group_ids = np.array([a.group_id for a in agents], dtype=np.int32)
     group_rewards = np.array([a.group_reward for a in agents], dtype=np.float32)
+    if len(ids) > 1:
+        unique, counts = np.unique(ids, return_counts=True)
+        if len(unique) != len(ids):
+            raise UnityCommunicationException(
+                f"The game sent agent ids {unique[counts > 1][:10].tolist()} of behavior "
+                f"{behavior_name!r} more than once in one step (among {len(ids)} agents with "
+                "the same done flag); every agent must report once per step. The game is "
+                "broken: check that agents are not registered twice."
+            )
     _raise_if_not_finite(rewards, "rewards", behavior_name, ids)
     _raise_if_not_finite(group_rewards, "group rewards", behavior_name, ids)
     return ids, rewards, group_ids, group_rewards

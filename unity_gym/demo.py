@@ -16,10 +16,19 @@ Example::
 
     # ML-Agents' own shape: a file or a folder of them, as protos
     spec, info_action_pairs, total_expected = load_demonstration("demos/")
+
+Bounds on untrusted files (demonstrations come from other people). A record can only be read
+if its bytes are in the file, so the number of records is bounded by the file's size. Before
+decoding, :func:`read_demonstration` multiplies the records by the float32 size of the
+observation spec (every record must have the first record's shapes) and refuses files that
+would decode to more than :data:`MAX_DECODED_BYTES` (1 GiB); every PNG observation's ``IHDR``
+width and height must match its shape before it is decoded (a 1.6 MB file of 13000x13000
+blank PNGs is refused in milliseconds). Errors are :class:`DemonstrationError`.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable
@@ -44,6 +53,7 @@ from unity_gym.protocol.communicator_objects.observation_pb2 import PNG, Observa
 __all__ = [
     "API_VERSION",
     "BRAIN_PARAMETERS_OFFSET",
+    "MAX_DECODED_BYTES",
     "MAX_NAME_LENGTH",
     "SUPPORTED_API_VERSIONS",
     "Demonstration",
@@ -68,6 +78,9 @@ SUPPORTED_API_VERSIONS = frozenset({0, 1})
 
 API_VERSION = 1
 """Demonstration format version written by :func:`demonstration_bytes` (as Unity does)."""
+
+MAX_DECODED_BYTES = 2**30
+"""Most float32 bytes :func:`read_demonstration` decodes one file into (1 GiB; module docs)."""
 
 MAX_NAME_LENGTH = 16
 """Longest demonstration name Unity writes (it cuts longer ones)."""
@@ -528,6 +541,15 @@ def read_demonstration(path: str | os.PathLike[str]) -> Demonstration:
         behavior_spec = behavior_spec_from_proto(brain, records[0].agent_info)
     except UnityObservationException as error:
         raise DemonstrationError(f"{file_path}: {error}") from error
+    per_step = sum(4 * math.prod(o.shape) for o in behavior_spec.observation_specs)
+    if per_step * len(records) > MAX_DECODED_BYTES:
+        raise DemonstrationError(
+            f"{file_path}: {len(records)} records of observations "
+            f"{[tuple(o.shape) for o in behavior_spec.observation_specs]} would decode to "
+            f"{per_step * len(records)} bytes of float32, over MAX_DECODED_BYTES "
+            f"({MAX_DECODED_BYTES}); refused before decoding. Split the recording, or raise "
+            "unity_gym.demo.MAX_DECODED_BYTES if the file is trusted and memory allows."
+        )
     steps = [_step_from_record(r, behavior_spec, i, file_path) for i, r in enumerate(records)]
     return Demonstration(
         meta=meta,

@@ -509,6 +509,10 @@ class UnityEnvironment(BaseEnv):
     def _abort(self) -> None:
         """Tear down after a failure: the game is presumed stuck, so it gets a short grace."""
         self._loaded = False
+        if self._process is not None and self._process.is_stopped():
+            # A frozen game reads no goodbye and cannot exit by itself: stop it first, so the
+            # server does not wait out its grace for the game's undeliverable call.
+            self._process.close()
         try:
             self._communicator.close()
         finally:

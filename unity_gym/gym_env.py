@@ -25,7 +25,10 @@ episode resets the whole game.
 Seeding. The game takes its seed at start-up only (the handshake). ``reset(seed=s)`` therefore
 restarts the game process with seed ``s`` unless the game was started with ``s`` and has not
 been stepped since, which makes two ``reset(seed=s)`` calls produce the same episode, as
-Gymnasium requires. ``reset()`` without a seed never restarts the game.
+Gymnasium requires. ``reset()`` without a seed never restarts the game. The handshake's seed
+is an int32 (``UnityRLInitializationInputProto.seed``) while Gymnasium seeds are any
+non-negative int (Stable-Baselines3 draws them up to ``2**32``): the game gets
+``seed % 2**31`` (:data:`GAME_SEED_MODULUS`), the env's ``np_random`` the seed itself.
 
 One agent. A game with more than one agent (all behaviors together) is refused with an error
 naming the count, unless ``agent_index=k`` is given: the env then drives the agent at row ``k``
@@ -59,10 +62,20 @@ if TYPE_CHECKING:
     from unity_gym.environment import UnityEnvironment
     from unity_gym.side_channels.side_channel import SideChannel
 
-__all__ = ["MAX_WAIT_STEPS", "GameOwner", "UnityGymEnv", "render_frame", "select_behavior"]
+__all__ = [
+    "GAME_SEED_MODULUS",
+    "MAX_WAIT_STEPS",
+    "GameOwner",
+    "UnityGymEnv",
+    "render_frame",
+    "select_behavior",
+]
 
 MAX_WAIT_STEPS = 10_000
 """Game steps to wait for the driven agent's next decision before giving up with an error."""
+
+GAME_SEED_MODULUS = 2**31
+"""``reset(seed=s)`` starts the game with ``s % GAME_SEED_MODULUS`` (the wire's seed is int32)."""
 
 
 def render_frame(image: np.ndarray) -> np.ndarray:
@@ -193,6 +206,7 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
         self._agent_index = agent_index
         self._side_channels = tuple(side_channels)
         self._unity: UnityEnvironment | None = None
+        self._closed = False  # close() was called: reset() and step() refuse to run
         self._pristine = False  # launched with the current seed and never stepped since
         self._start: _Report | None = None  # first decision of the next/current episode
         self._current: _Report | None = None  # latest report of the driven agent
@@ -236,20 +250,23 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
         """Start an episode and return its first observation and info (module docs).
 
         Args:
-            seed: restart the game with this seed (unless it just started with it).
+            seed: restart the game with this seed, reduced to ``seed % 2**31`` for the wire's
+                int32 field (unless the game just started with it).
             options: unused; must be None or empty.
 
         Raises:
             ValueError: if ``options`` holds anything.
         """
+        self._require_open()
         if options:
             raise ValueError(
                 f"UnityGymEnv.reset takes no options, got {sorted(options)}; set environment "
                 "parameters with env_params= at construction."
             )
-        super().reset(seed=seed)
-        if seed is not None and not (self._pristine and int(seed) == self._settings.seed):
-            self._launch(self._settings.replace(seed=int(seed)))
+        super().reset(seed=seed)  # Gymnasium refuses negative and non-int seeds
+        game_seed = None if seed is None else int(seed) % GAME_SEED_MODULUS
+        if game_seed is not None and not (self._pristine and game_seed == self._settings.seed):
+            self._launch(self._settings.replace(seed=game_seed))
             self._start = self._await_start()
         elif self._start is None:
             if self._episode_running:
@@ -269,6 +286,7 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
             UnityEnvironmentException: if the agent does not report within
                 :data:`MAX_WAIT_STEPS` game steps.
         """
+        self._require_open()
         if not self._episode_running or self._current is None:
             raise gymnasium.error.ResetNeeded(
                 "Call reset() before step(): the episode has ended or not started."
@@ -330,6 +348,7 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
 
     def close(self) -> None:
         """Stop the game and its process; safe to call more than once."""
+        self._closed = True
         unity, self._unity = self._unity, None
         self._episode_running = False
         self._start = self._current = None
@@ -337,6 +356,14 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
             unity.close()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _require_open(self) -> None:
+        """Raise ``gymnasium.error.ClosedEnvironmentError`` after :meth:`close`."""
+        if self._closed:
+            raise gymnasium.error.ClosedEnvironmentError(
+                "This UnityGymEnv is closed (close() stopped its game); create a new env "
+                "instead of calling reset() or step() on it."
+            )
 
     def _launch(self, settings: GameSettings) -> None:
         """(Re)start the game with ``settings`` and reset it."""

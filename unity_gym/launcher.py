@@ -344,6 +344,7 @@ def _terminate_group(
         if popen.poll() is not None:
             popen.wait()  # reap the leader first so a zombie does not look like a live member
         _signal_group(process_group, signal.SIGTERM)
+        _signal_group(process_group, signal.SIGCONT)  # a stopped game must run to act on it
         deadline = time.monotonic() + term_grace
         while time.monotonic() < deadline:
             if popen.poll() is not None:
@@ -550,6 +551,10 @@ class PlayerProcess:
         """True until the game process has exited."""
         return self._popen.poll() is None
 
+    def is_stopped(self) -> bool:
+        """True while the game is stopped (SIGSTOP/SIGTSTP, or held by a debugger; Linux only)."""
+        return self.is_running() and _stat_fields(self.pid)[:1] in (["T"], ["t"])
+
     def on_exit(self, callback: ExitCallback) -> None:
         """Call ``callback(self)`` from a watcher thread once the process exits.
 
@@ -572,7 +577,12 @@ class PlayerProcess:
     def describe_exit(self) -> str:
         """One paragraph on how the game ended, quoting its last log lines."""
         code = self._popen.poll()
-        status = "is still running" if code is None else f"exited with {describe_returncode(code)}"
+        if code is not None:
+            status = f"exited with {describe_returncode(code)}"
+        elif self.is_stopped():
+            status = "is stopped (SIGSTOP, Ctrl-Z or a debugger), so it cannot answer"
+        else:
+            status = "is still running"
         text = f"The game process {self.executable} (pid {self.pid}) {status}."
         tail = self.log_tail()
         if tail:
@@ -591,11 +601,14 @@ class PlayerProcess:
     def close(self, timeout: float = 0.0) -> int | None:
         """Give the game ``timeout`` seconds to exit by itself, then stop its whole group.
 
+        A stopped game (:meth:`is_stopped`) gets no grace, and is continued after SIGTERM so
+        that it acts on it: stopping a frozen game takes no longer than stopping a running one.
+
         Returns:
             The game's return code.
         """
-        if self._cleanup.alive and timeout > 0 and self.is_running():
-            self.wait(timeout)
+        if self._cleanup.alive and timeout > 0 and self.is_running() and not self.is_stopped():
+            self.wait(timeout)  # a stopped game cannot exit by itself: no grace for it
         self._cleanup()
         return self._popen.poll()
 

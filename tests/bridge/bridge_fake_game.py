@@ -11,6 +11,10 @@ It parses the arguments a real player gets (``--mlagents-port``, ``-logFile``, .
 * ``quit``: at the first STEP, send a status-400 call (quitting) and exit 0.
 * ``spawn``: like ``ok`` but first start a grandchild process (``sleep``) in its group.
 * ``big``: observations of 1.5 million floats (> 4 MiB per message).
+* ``drop``: after Python's answer to the first STEP, close the connection and stay alive.
+* ``dupids``: every agent of the second half reports with the id of the first agent.
+
+``--fake-branches 3,-2`` announces discrete branches of these sizes (with no continuous action).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ def main() -> int:
     parser.add_argument("--fake-mode", default="ok")
     parser.add_argument("--fake-version", default="1.5.0")
     parser.add_argument("--fake-agents", type=int, default=2)
+    parser.add_argument("--fake-branches", default="")
     args, unknown = parser.parse_known_args()
     log = open(args.logFile, "a") if args.logFile else sys.stdout  # noqa: SIM115
     print(f"fake game starting: port={args.mlagents_port} unknown={unknown}", file=log, flush=True)
@@ -84,14 +89,23 @@ def main() -> int:
             if args.fake_mode == "quit":
                 call(UNITY_QUIT)
                 return 0
+            if args.fake_mode == "drop":
+                channel.close()
+                print("fake game dropped its connection", file=log, flush=True)
+                time.sleep(300)
+                return 0
             step += 1
         actions = list(rl_input.agent_actions[NAME].value) if NAME in rl_input.agent_actions else []
         agents = []
         for agent_id in range(args.fake_agents):
-            first = actions[agent_id].continuous_actions[0] if agent_id < len(actions) else 0.0
+            sent = list(actions[agent_id].continuous_actions) if agent_id < len(actions) else []
+            first = sent[0] if sent else 0.0
             obs = [float(step), float(agent_id), first] + [0.5] * (size - 3)
-            agents.append(Agent(id=agent_id, obs=[obs], reward=0.1 * step))
-        brains = None if announced else {NAME: Behavior(continuous=1)}
+            reported = 0 if args.fake_mode == "dupids" and agent_id >= 1 else agent_id
+            agents.append(Agent(id=reported, obs=[obs], reward=0.1 * step))
+        branches = [int(b) for b in args.fake_branches.split(",") if b]
+        behavior = Behavior(branches=branches) if branches else Behavior(continuous=1)
+        brains = None if announced else {NAME: behavior}
         announced = True
         output = build_output({NAME: agents}, brains)
         if args.fake_mode == "hang" and step > 0:

@@ -21,6 +21,7 @@ from bridge_standin import (
 from unity_gym.communicator import Communicator
 from unity_gym.decoding import encode_reset_input
 from unity_gym.exceptions import (
+    UnityCommunicationException,
     UnityCommunicatorStoppedException,
     UnityEnvironmentException,
     UnityTimeOutException,
@@ -175,8 +176,8 @@ def test_max_message_bytes_is_enforced() -> None:
     with Communicator(0, timeout_wait=1, max_message_bytes=64 * 1024) as communicator:
         unity = ScriptedUnity(communicator.port, [big]).start()
         communicator.initialize(UnityInputProto())
-        with pytest.raises(UnityTimeOutException):
-            communicator.exchange(RESET)
+        with pytest.raises(UnityCommunicationException, match="max_message_bytes"):
+            communicator.exchange(RESET)  # named at once, not a timeout (issue 37)
         unity.join()
         assert isinstance(unity.error, grpc.RpcError)
         assert unity.error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -102,8 +102,11 @@ class RunOptions:
                 "Behavior %s is not in the configuration; using the default PPO settings.",
                 behavior_name,
             )
-            settings = TrainerSettings()
-            settings._validate(f"behaviors.{behavior_name}")
+            # mlagents-learn (``RunOptions.behaviors`` is a defaultdict of ``TrainerSettings``)
+            # trains an unlisted behavior with the default PPO settings when the config has no
+            # ``behaviors``; built as a parsed ``{}`` entry, so that every nested default
+            # (beta/epsilon schedules, ...) is filled in as for a written one.
+            settings = _parse_trainer_settings({}, f"behaviors.{behavior_name}", None)
         self.behaviors[behavior_name] = settings
         return settings
 
@@ -273,6 +276,10 @@ _TOP_LEVEL_KEYS = (
 )
 
 
+MAX_CONFIG_BYTES = 4 * 2**20
+"""Largest configuration file read (4 MiB; real ones are a few KiB)."""
+
+
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML configuration file into a dict (an empty file gives ``{}``).
 
@@ -306,8 +313,18 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def _read_yaml_mapping(config_path: Path) -> dict[str, Any]:
-    """The mapping in the YAML file at ``config_path`` (``{}`` for an empty file)."""
+    """The mapping in the YAML file at ``config_path`` (``{}`` for an empty file).
+
+    Read with ``yaml.safe_load`` (no Python objects are built) and only up to
+    :data:`MAX_CONFIG_BYTES`: configs come from other people too.
+    """
     try:
+        size = config_path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"config file {config_path} is {size} bytes, over the {MAX_CONFIG_BYTES}-byte "
+                "limit of a trainer configuration (MAX_CONFIG_BYTES); is it the right file?"
+            )
         text = config_path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(

@@ -313,8 +313,8 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                 :data:`~unity_gym.gym_env.MAX_WAIT_STEPS` game steps, or a relaunched game
                 differs from the first one.
         """
+        self._require_open()
         self._cycles = 0
-        self._closed = False
         try:
             if seed is not None and not (self._pristine and int(seed) == self._settings.seed):
                 self._launch(self._settings.replace(seed=int(seed)))
@@ -342,6 +342,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             RestartLimitError: the game failed and the restart limits refuse another restart
                 (the game is closed).
         """
+        self._require_open()
         if not self.agents:
             raise gymnasium.error.ResetNeeded(
                 "Call reset() before step(): every agent has finished or none has started."
@@ -396,6 +397,14 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self.agents = []
         self._live = {}
         self._close_game()
+
+    def _require_open(self) -> None:
+        """Raise ``gymnasium.error.ClosedEnvironmentError`` after :meth:`close`."""
+        if self._closed:
+            raise gymnasium.error.ClosedEnvironmentError(
+                "This UnityParallelEnv is closed (close() stopped its game); create a new env "
+                "instead of calling reset() or step() on it."
+            )
 
     def set_env_params(self, params: Mapping[str, Any]) -> None:
         """Change environment parameters of the running game (curriculum lessons).

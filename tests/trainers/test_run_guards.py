@@ -1,0 +1,169 @@
+"""``unity-train`` guards of a run: default settings without a config, one run per folder.
+
+Official facts followed: mlagents-learn's ``RunOptions.behaviors`` is a
+``TrainerSettings.DefaultTrainerDict``, so a config without ``behaviors`` (or no config at all)
+trains every behavior with the default ``TrainerSettings`` (PPO, ``beta_schedule`` and
+``epsilon_schedule`` following ``learning_rate_schedule``). The one-run-per-folder lock is
+unity-train's own rule (mlagents-learn has none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from trainer_test_support import ppo_behavior
+
+from trainers.common.checkpoints import load_checkpoint
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Train:
+    """A ``unity-train`` process whose stderr is read line by line."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trainers", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in iter(self.process.stderr.readline, ""):
+            self.lines.put(line)
+
+    def wait_for(self, text: str, timeout: float = 90.0) -> None:
+        """Block until a stderr line contains ``text`` (fails on exit or timeout)."""
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.seen):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or (self.process.poll() is not None and self.lines.empty()):
+                raise AssertionError(f"never saw {text!r}; output:\n{''.join(self.seen)}")
+            with contextlib.suppress(queue.Empty):
+                self.seen.append(self.lines.get(timeout=min(remaining, 1.0)))
+
+    def finish(self, timeout: float = 60.0) -> tuple[int, str]:
+        """Wait for the exit; the exit status and the whole stderr."""
+        code = self.process.wait(timeout=timeout)
+        self._reader.join(timeout=10)
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return code, "".join(self.seen)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def trains() -> Iterator[list[_Train]]:
+    started: list[_Train] = []
+    yield started
+    for train in started:
+        train.stop()
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("config", [None, "", "env_settings: {seed: 3}\n"],
+                         ids=["no-config", "empty-config", "no-behaviors"])  # fmt: skip
+def test_default_settings_train_a_scene(
+    tmp_path: Path, trains: list[_Train], config: str | None
+) -> None:
+    args = ["--scene", "3DBall", "--run-id", "defaults", "--results-dir", str(tmp_path / "r")]
+    if config is not None:
+        (tmp_path / "config.yaml").write_text(config, encoding="utf-8")
+        args.insert(0, str(tmp_path / "config.yaml"))
+    train = _Train(args, tmp_path)
+    trains.append(train)
+    train.wait_for("using the default PPO settings")
+    train.wait_for("Training 3DBall")
+    time.sleep(2.0)  # some steps with the game
+    train.process.send_signal(signal.SIGINT)
+    code, output = train.finish()
+    assert code == 0, output
+    assert "Learning was interrupted" in output
+    run = tmp_path / "r" / "defaults"
+    assert load_checkpoint(run / "3DBall" / "checkpoint.pt")["step"] > 0
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+        if path.is_file()
+    }
+
+
+@pytest.mark.timeout(240)
+def test_second_run_on_the_same_run_id_exits_at_once(tmp_path: Path, trains: list[_Train]) -> None:
+    config = tmp_path / "config.yaml"
+    behavior = ppo_behavior(max_steps=10_000_000, summary_freq=256, checkpoint_interval=10**9)
+    config.write_text(yaml.safe_dump({"behaviors": {"CartPole": behavior}}), encoding="utf-8")
+    results = tmp_path / "results"
+    common = [str(config), "--gym-id", "CartPole-v1", "--run-id", "same",
+              "--results-dir", str(results)]  # fmt: skip
+    first = _Train(common, tmp_path)
+    trains.append(first)
+    first.wait_for("Step:")  # training, with files in the run folder
+    run = results / "same"
+    first.process.send_signal(signal.SIGSTOP)  # hold its files still while the others try
+    try:
+        before = _snapshot(run)
+        for flags in ([], ["--resume"], ["--force"]):
+            started = time.monotonic()
+            second = _Train([*common, *flags], tmp_path)
+            trains.append(second)
+            code, output = second.finish(timeout=60)
+            assert code == 2, output
+            assert f"pid {first.process.pid}" in output, output
+            assert "in use by another unity-train" in output and "trainers" in output
+            assert time.monotonic() - started < 30  # at once: it waits for nothing
+            assert _snapshot(run) == before, f"{flags} changed the first run's files"
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+    first.process.send_signal(signal.SIGINT)
+    code, output = first.finish()
+    assert code == 0, output
+    assert load_checkpoint(run / "CartPole" / "checkpoint.pt")["step"] >= 256
+    assert len(list((run / "CartPole").glob("events.out.tfevents.*"))) == 1
+
+
+@pytest.mark.timeout(180)
+def test_lock_of_a_killed_run_is_gone(tmp_path: Path, trains: list[_Train]) -> None:
+    config = tmp_path / "config.yaml"
+    behavior = ppo_behavior(max_steps=10_000_000, summary_freq=256, checkpoint_interval=10**9)
+    config.write_text(yaml.safe_dump({"behaviors": {"CartPole": behavior}}), encoding="utf-8")
+    common = [str(config), "--gym-id", "CartPole-v1", "--run-id", "killed",
+              "--results-dir", str(tmp_path / "results")]  # fmt: skip
+    first = _Train(common, tmp_path)
+    trains.append(first)
+    first.wait_for("Step:")
+    first.process.kill()  # no clean-up at all: the OS drops the flock
+    first.process.wait()
+    second = _Train([*common, "--force"], tmp_path)
+    trains.append(second)
+    second.wait_for("Step:")
+    second.process.send_signal(signal.SIGINT)
+    code, output = second.finish()
+    assert code == 0, output
