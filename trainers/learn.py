@@ -39,8 +39,9 @@ from trainers.common.progress import ProgressBar
 from trainers.common.stats import StatsPropertyType, StatsReporter, StatsWriter
 from trainers.common.trainer import Trainer, TrainerContext, check_checkpoint_state
 from trainers.common.update_threads import update_thread_limit
+from trainers.contract import BehaviorSlots
 from trainers.curriculum import EnvironmentParameterManager
-from trainers.env_manager import BehaviorSlots, EnvManager
+from trainers.env_manager import EnvManager
 from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
 from trainers.ghost import GhostController, GhostTrainer
 from trainers.plugins import stats_writers, trainer_class

@@ -32,8 +32,9 @@ from pathlib import Path
 from trainers.common.checkpoints import atomic_copy
 from trainers.common.progress import ProgressBar
 from trainers.common.trainer import Trainer
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.curriculum import LESSON_NUMBER_STAT, EnvironmentParameterManager
-from trainers.env_manager import BehaviorStep, EnvManager, PolicyDecision
+from trainers.env_manager import EnvManager
 from unity_gym.exceptions import UnityException
 from unity_gym.timers import hierarchical_timer, merge_timer_tree
 

@@ -23,7 +23,7 @@ from trainers.common.lstm import LSTMMemory
 from trainers.common.onnx_export import export_policy
 from trainers.common.sequences import cut_sequences
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.env_manager import BehaviorStep
+from trainers.contract import BehaviorStep
 from trainers.ppo.trainer import PPOTrainer, _UpdateData
 from trainers.settings import ConfigError, parse_run_options
 

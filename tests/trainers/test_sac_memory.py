@@ -26,7 +26,7 @@ from trainers.common.buffers import SequenceReplayBuffer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import StatsReporter
 from trainers.common.trainer import CheckpointMismatchError, TrainerContext
-from trainers.env_manager import BehaviorStep
+from trainers.contract import BehaviorStep
 from trainers.sac.trainer import SACTrainer, _SequenceInputs
 from trainers.settings import parse_run_options
 

@@ -19,7 +19,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import StatsReporter
 from trainers.common.trainer import TrainerContext
-from trainers.env_manager import BehaviorStep
+from trainers.contract import BehaviorStep
 from trainers.ppo.trainer import PPOTrainer
 from trainers.settings import parse_run_options
 

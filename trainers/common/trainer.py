@@ -37,7 +37,7 @@ from trainers.common.precision import update_precision
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.stats import StatsReporter
 from trainers.common.update_threads import UpdateThreadGovernor
-from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.settings import ConfigError, Precision, TrainerSettings
 from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
 

@@ -51,7 +51,7 @@ from torch import nn
 
 from trainers.common.networks import PolicyNetwork
 from trainers.common.trainer import CheckpointMismatchError, Trainer
-from trainers.env_manager import BehaviorStep, PolicyDecision, join_steps
+from trainers.contract import BehaviorStep, PolicyDecision, join_steps
 from trainers.ghost.controller import GhostController
 from trainers.ghost.elo import game_result
 from trainers.settings import SelfPlaySettings

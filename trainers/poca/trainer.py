@@ -35,7 +35,7 @@ from torch import nn
 from trainers.common.buffers import Rollout, generalized_advantages
 from trainers.common.stats import GROUP_CUMULATIVE_REWARD
 from trainers.common.trainer import Trainer, TrainerContext
-from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.poca.groups import (
     GroupLayout,
     credit_early_finishers,

@@ -75,7 +75,7 @@ from trainers.common.networks import (
 from trainers.common.schedules import Schedule
 from trainers.common.sequences import Sequences, cut_sequences, join_sequences
 from trainers.common.trainer import Trainer, TrainerContext
-from trainers.env_manager import BehaviorStep, PolicyDecision, join_steps
+from trainers.contract import BehaviorStep, PolicyDecision, join_steps
 from trainers.imitation import build_behavioral_cloning
 from trainers.reward_signals import (
     RewardSignal,

@@ -94,7 +94,7 @@ from trainers.common.networks import (
 )
 from trainers.common.schedules import Schedule
 from trainers.common.trainer import CheckpointMismatchError, Trainer, TrainerContext
-from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.imitation import build_behavioral_cloning
 from trainers.reward_signals import (
     RewardSignal,
