@@ -131,7 +131,7 @@ def _play(trainer: PPOTrainer, steps: int, seed: int = 0) -> list[np.ndarray]:
     trainer.observe(BehaviorStep.first(observations, None))
     used = []
     for t in range(steps):
-        used.append(trainer._slot_memories(BehaviorStep.first(observations, None)).copy())
+        used.append(trainer.acting.memories(0, len(observations[0])).copy())
         trainer.decide(BehaviorStep.first(observations, None))
         terminated = np.zeros(SLOTS, dtype=bool)
         truncated = np.zeros(SLOTS, dtype=bool)

@@ -90,7 +90,7 @@ def _play(trainer: SACTrainer, steps: int, seed: int = 0) -> list[dict[str, Any]
     record = []
     for t in range(steps):
         step = BehaviorStep.first(observations, None)
-        memory = trainer._slot_memories(step).copy()
+        memory = trainer.acting.memories(step.group, len(step.valid)).copy()
         with torch.no_grad():
             dist, _ = trainer.policy.act(
                 [torch.as_tensor(observations[0])], None, torch.as_tensor(memory)
@@ -269,9 +269,9 @@ def test_interrupted_episodes_clear_memories_and_end_open_sequences(tmp_path: Pa
     _play(trainer, 2)
     replay = trainer.replay
     assert isinstance(replay, SequenceReplayBuffer) and replay.num_sequences == 0
-    assert trainer._memories[0].any()
+    assert trainer.acting.memories(0, SLOTS).any()
     trainer.interrupt_episodes(0)
-    assert not trainer._memories[0].any()
+    assert not trainer.acting.memories(0, SLOTS).any()
     assert replay.num_sequences == SLOTS
     assert replay.state()["real"].sum(axis=1).tolist() == [2] * SLOTS
 

@@ -34,8 +34,9 @@ the policy.
 
 With ``network_settings.memory`` policy and critic each have an LSTM after the body (ML-Agents'
 recurrent networks; with ``shared_critic`` they share the policy's). Acting carries every slot's
-memory from step to step, reset to zeros when its episode ends, and records the memory before
-each step; a step whose action the environment ignored (``valid`` false) leaves the memory as it
+memory from step to step (:class:`~trainers.common.acting.ActingPolicy`), reset to zeros when
+its episode ends, and records the memory before each step; a step whose
+action the environment ignored (``valid`` false) leaves the memory as it
 was before it (in ML-Agents an agent that does not ask for a decision does not run the policy,
 and one whose episode ended starts the next with zeros: ``AgentProcessor`` removes its memories).
 As in ML-Agents, a rollout holds whole trajectories: a slot's trajectory still open when the
@@ -61,6 +62,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainers.common.acting import ActingPolicy
 from trainers.common.buffers import Rollout, RolloutBuffer, assign_values, generalized_advantages
 from trainers.common.distributions import ActionDistribution
 from trainers.common.networks import (
@@ -75,7 +77,7 @@ from trainers.common.networks import (
 from trainers.common.schedules import Schedule
 from trainers.common.sequences import Sequences, cut_sequences, join_sequences
 from trainers.common.trainer import Trainer, TrainerContext
-from trainers.contract import BehaviorStep, PolicyDecision, join_steps
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.imitation import build_behavioral_cloning
 from trainers.reward_signals import (
     RewardSignal,
@@ -164,11 +166,10 @@ class PPOTrainer(Trainer):
         self.deterministic = net.deterministic
         #: Steps per training sequence (1 without memory).
         self.sequence_length = net.memory.sequence_length if net.memory is not None else 1
-        #: Per slot group: the policy's memory of every slot before its next decision.
-        self._memories: dict[int, np.ndarray] = {}
-        #: Per slot group: the policy's memory of every slot before its last decision (what an
-        #: ignored decision leaves it at).
-        self._memories_before: dict[int, np.ndarray] = {}
+        #: The policy acting for every slot group, with each group's memory.
+        self.acting = ActingPolicy(
+            self.policy, layout, self.device, deterministic=self.deterministic, lock=self.model_lock
+        )
         #: Per slot group: the critic's memory of every slot before the next rollout's first step.
         self._critic_memories: dict[int, np.ndarray] = {}
         # a recurrent critic values final observations when the rollout closes: keep them
@@ -250,37 +251,12 @@ class PPOTrainer(Trainer):
         if not steps:
             return []
         recording = self.training and not self.is_done  # past max_steps: act, record nothing
-        joined = join_steps(steps)
-        memories = new_memories = None
-        if self.recurrent:
-            memories = np.concatenate([self._slot_memories(step) for step in steps])
-        with self.model_lock, torch.no_grad():
-            observations = self.tensors(joined.observations)
-            mask = self.mask_tensor(joined.action_mask)
-            if memories is not None:
-                dist, after = self.policy.act(
-                    observations, mask, torch.as_tensor(memories, device=self.device)
-                )
-                new_memories = after.cpu().numpy()
-            else:
-                dist = self.policy(observations, mask)
-            raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
-            log_probs = dist.log_probs(raw, discrete) if recording else None
-            env_continuous = dist.env_continuous(raw) if raw is not None else None
-        raw_np = raw.cpu().numpy() if raw is not None else None
-        discrete_np = discrete.cpu().numpy() if discrete is not None else None
-        continuous_np = env_continuous.cpu().numpy() if env_continuous is not None else None
-        log_probs_np = log_probs.cpu().numpy() if log_probs is not None else None
+        actions = self.acting.act(steps, log_probs=recording)
         decisions = []
-        start = 0
-        for step in steps:
-            rows = slice(start, start + len(step.valid))
-            start = rows.stop
-            if new_memories is not None and memories is not None:
-                self._memories[step.group] = new_memories[rows]
-                self._memories_before[step.group] = memories[rows]
+        for index, step in enumerate(steps):
+            rows = actions.part(index)
             if recording:
-                assert log_probs_np is not None
+                assert actions.log_probs is not None
                 buffer = self.buffers.get(step.group)
                 if buffer is None:
                     buffer = RolloutBuffer(
@@ -289,32 +265,21 @@ class PPOTrainer(Trainer):
                     self.buffers[step.group] = buffer
                 buffer.add_decision(
                     step.observations,
-                    _pick(raw_np, rows),
-                    _pick(discrete_np, rows),
+                    _pick(actions.raw, rows),
+                    _pick(actions.discrete, rows),
                     step.action_mask,
-                    log_probs_np[rows],
-                    _pick(memories, rows),
+                    actions.log_probs[rows],
+                    _pick(actions.memories, rows),
                 )
-            decisions.append(PolicyDecision(_pick(continuous_np, rows), _pick(discrete_np, rows)))
+            decisions.append(
+                PolicyDecision(_pick(actions.continuous, rows), _pick(actions.discrete, rows))
+            )
         return decisions
-
-    def _slot_memories(self, step: BehaviorStep) -> np.ndarray:
-        """The policy's memories of ``step``'s slots (zeros for a group not seen before)."""
-        memories = self._memories.get(step.group)
-        if memories is None or len(memories) != len(step.valid):
-            memories = np.zeros((len(step.valid), self.policy.memory_size), dtype=np.float32)
-        return memories
 
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
         self.record_episodes(step)
-        memories = self._memories.get(step.group)
-        before = self._memories_before.pop(step.group, None)
-        if memories is not None and len(memories) == len(step.done):
-            if before is not None and len(before) == len(memories):
-                ignored = ~step.valid  # the decision did not happen: nor did its memory
-                memories[ignored] = before[ignored]
-            memories[step.done] = 0.0  # the next decision starts a new episode
+        self.acting.observe(step)
         buffer = self.buffers.get(step.group)
         if buffer is None or not buffer.awaiting_outcome:  # the decision was not recorded
             return
@@ -346,10 +311,7 @@ class PPOTrainer(Trainer):
     def interrupt_episodes(self, group: int) -> None:
         """End the group's episodes truncated at the last outcome (bootstrapping from the
         current observations) and, with memory, clear the slots' memories."""
-        memories = self._memories.get(group)
-        if memories is not None:
-            memories[:] = 0.0
-        self._memories_before.pop(group, None)
+        self.acting.clear(group)
         buffer = self.buffers.get(group)
         observations = self._last_observations.get(group)
         if buffer is None or observations is None or buffer.awaiting_outcome:

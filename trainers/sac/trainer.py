@@ -54,8 +54,10 @@ algorithm above.
 With ``network_settings.memory`` (a recurrent policy; facts from ML-Agents' SAC: its optimizer's
 ``update``, its trainer and ``buffer.sample_mini_batch``): the policy and both Q networks (and
 their targets) have an LSTM after the body. Acting carries every slot's policy memory from step
-to step, reset to zeros where its episode ended (or its step was ignored: a new episode starts),
-and cleared by :meth:`SACTrainer.interrupt_episodes`. The replay holds sequences of
+to step (:class:`~trainers.common.acting.ActingPolicy`, shared with PPO, POCA and the ghost
+trainer), reset to zeros where its episode ended, left as it was before a step whose action the
+environment ignored (after an ended episode: zeros), and cleared by
+:meth:`SACTrainer.interrupt_episodes`. The replay holds sequences of
 ``sequence_length`` consecutive steps of one agent (:class:`SequenceReplayBuffer`), each with
 the policy's memory before its first step, padded at the end where an episode ended sooner; an
 update samples ``batch_size // sequence_length`` of them. The policy reads each sampled sequence
@@ -82,6 +84,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from trainers.common.acting import ActingPolicy
 from trainers.common.buffers import ReplayBuffer, SequenceReplayBuffer
 from trainers.common.checkpoints import atomic_write
 from trainers.common.distributions import ActionDistribution
@@ -334,8 +337,10 @@ class SACTrainer(Trainer):
             self.replay = SequenceReplayBuffer(hyper.buffer_size, net.memory.sequence_length)
         else:
             self.replay = ReplayBuffer(hyper.buffer_size)
-        #: Per slot group: the policy's memory of every slot before its next decision.
-        self._memories: dict[int, np.ndarray] = {}
+        #: The policy acting for every slot group, with each group's memory.
+        self.acting = ActingPolicy(
+            self.policy, layout, self.device, deterministic=self.deterministic, lock=self.model_lock
+        )
         # The last decision of each slot group (see BehaviorStep.group), until its outcome.
         self._pending_decisions: dict[int, dict[str, Any]] = {}
         self.num_entries = len(layout.entries)
@@ -447,46 +452,22 @@ class SACTrainer(Trainer):
     # -- acting ----------------------------------------------------------------------------
 
     def decide(self, step: BehaviorStep) -> PolicyDecision:
-        memories = None
-        with self.model_lock, torch.no_grad():
-            observations = self.tensors(step.observations)
-            mask = self.mask_tensor(step.action_mask)
-            if self.recurrent:
-                memories = self._slot_memories(step)
-                dist, after = self.policy.act(
-                    observations, mask, torch.as_tensor(memories, device=self.device)
-                )
-                self._memories[step.group] = after.cpu().numpy()
-            else:
-                dist = self.policy(observations, mask)
-            raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
-            continuous = dist.env_continuous(raw) if raw is not None else None
-        continuous_np = continuous.cpu().numpy() if continuous is not None else None
-        discrete_np = discrete.cpu().numpy() if discrete is not None else None
+        actions = self.acting.act([step])
         if self.training and not self.is_done:  # past max_steps: act, record nothing
             self._pending_decisions[step.group] = {
                 "observations": step.observations,
                 "mask": step.action_mask,
-                "continuous": continuous_np,
-                "discrete": discrete_np,
-                "memories": memories,
+                "continuous": actions.continuous,
+                "discrete": actions.discrete,
+                "memories": actions.memories,
             }
-        return PolicyDecision(continuous_np, discrete_np)
-
-    def _slot_memories(self, step: BehaviorStep) -> np.ndarray:
-        """The policy's memories of ``step``'s slots (zeros for a group not seen before)."""
-        memories = self._memories.get(step.group)
-        if memories is None or len(memories) != len(step.valid):
-            memories = np.zeros((len(step.valid), self.policy.memory_size), dtype=np.float32)
-        return memories
+        return PolicyDecision(actions.continuous, actions.discrete)
 
     def interrupt_episodes(self, group: int) -> None:
         """With memory: clear the group's memories and end its open replay sequences (the
         episodes restart). Without memory there is nothing to do (truncated transitions
         bootstrap from their final observation)."""
-        memories = self._memories.get(group)
-        if memories is not None:
-            memories[:] = 0.0
+        self.acting.clear(group)
         if isinstance(self.replay, SequenceReplayBuffer):
             with self.model_lock:
                 self.replay.close(group)
@@ -494,9 +475,7 @@ class SACTrainer(Trainer):
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
         self.record_episodes(step)
-        memories = self._memories.get(step.group)
-        if memories is not None and len(memories) == len(step.done):
-            memories[step.done | ~step.valid] = 0.0  # the next decision starts a new episode
+        self.acting.observe(step)
         decision = self._pending_decisions.pop(step.group, None)
         if not self.training or decision is None:
             return
