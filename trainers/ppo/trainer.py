@@ -62,15 +62,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.acting import ActingPolicy
+from trainers.assembly import assemble_cloning, assemble_policy
 from trainers.common.buffers import Rollout, RolloutBuffer, assign_values, generalized_advantages
 from trainers.common.distributions import ActionDistribution
 from trainers.common.networks import (
-    PolicyNetwork,
     StackedBodies,
     ValueNetwork,
     body_stacks,
-    build_normalizer,
     make_adam,
     share_policy_body,
 )
@@ -78,11 +76,9 @@ from trainers.common.schedules import Schedule
 from trainers.common.sequences import Sequences, cut_sequences, join_sequences
 from trainers.common.trainer import Trainer, TrainerContext
 from trainers.contract import BehaviorStep, PolicyDecision
-from trainers.imitation import build_behavioral_cloning
 from trainers.reward_signals import (
     RewardSignal,
     SignalBatch,
-    create_signals,
     signal_modules,
     signal_optimizers,
 )
@@ -114,33 +110,17 @@ class PPOTrainer(Trainer):
         assert isinstance(hyper, PPOHyperparameters)
         self.hyper = hyper
         net = self.settings.network_settings
-        layout = context.observation_layout
-        self.normalizer = build_normalizer(layout, net.normalize)
-        self.policy = PolicyNetwork(
-            layout, context.action_layout, net, self.normalizer, squash=False
-        ).to(self.device)
+        parts = assemble_policy(self, squash=False)
+        self.normalizer = parts.normalizer
+        self.policy = parts.policy
         #: The reward signals, extrinsic first (value head ``j`` values signal ``j``).
-        self.signals: list[RewardSignal] = create_signals(
-            self.settings.reward_signals,
-            layout,
-            context.action_layout,
-            self.device,
-            behavior_name=self.behavior_name,
-            path=f"behaviors.{self.behavior_name}.reward_signals",
-        )
-        self.intrinsic = self.signals[1:]
+        self.signals: list[RewardSignal] = parts.signals
+        self.intrinsic = parts.intrinsic
+        #: The policy acting for every slot group, with each group's memory.
+        self.acting = parts.acting
         #: Behavioral cloning after every update (``None`` without ``behavioral_cloning``).
-        self.cloning = build_behavioral_cloning(
-            self.settings,
-            self.policy,
-            layout,
-            context.action_layout,
-            behavior_name=self.behavior_name,
-            learning_rate=hyper.learning_rate,
-            batch_size=hyper.batch_size,
-            device=self.device,
-            rng=self.rng,
-            lock=self.model_lock,
+        self.cloning = assemble_cloning(
+            self, self.policy, learning_rate=hyper.learning_rate, batch_size=hyper.batch_size
         )
         critic = self._build_critic()
         self.parameters = [*self.policy.parameters(), *critic.parameters()]
@@ -166,10 +146,6 @@ class PPOTrainer(Trainer):
         self.deterministic = net.deterministic
         #: Steps per training sequence (1 without memory).
         self.sequence_length = net.memory.sequence_length if net.memory is not None else 1
-        #: The policy acting for every slot group, with each group's memory.
-        self.acting = ActingPolicy(
-            self.policy, layout, self.device, deterministic=self.deterministic, lock=self.model_lock
-        )
         #: Per slot group: the critic's memory of every slot before the next rollout's first step.
         self._critic_memories: dict[int, np.ndarray] = {}
         # a recurrent critic values final observations when the rollout closes: keep them

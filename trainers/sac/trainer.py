@@ -84,25 +84,22 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from trainers.common.acting import ActingPolicy
+from trainers.assembly import assemble_cloning, assemble_policy
 from trainers.common.buffers import ReplayBuffer, SequenceReplayBuffer
 from trainers.common.checkpoints import atomic_write
 from trainers.common.distributions import ActionDistribution
 from trainers.common.networks import (
     PolicyNetwork,
     QNetwork,
-    build_normalizer,
     make_adam,
     polyak_update,
 )
 from trainers.common.schedules import Schedule
 from trainers.common.trainer import CheckpointMismatchError, Trainer, TrainerContext
 from trainers.contract import BehaviorStep, PolicyDecision
-from trainers.imitation import build_behavioral_cloning
 from trainers.reward_signals import (
     RewardSignal,
     SignalBatch,
-    create_signals,
     signal_modules,
     signal_optimizers,
 )
@@ -265,13 +262,14 @@ class SACTrainer(Trainer):
         net = self.settings.network_settings
         layout = context.observation_layout
         device = self.device
-        self.normalizer = build_normalizer(layout, net.normalize)
-        self.policy = PolicyNetwork(layout, actions, net, self.normalizer, squash=True).to(device)
+        parts = assemble_policy(self, squash=True)
+        self.normalizer = parts.normalizer
+        self.policy = parts.policy
         #: The reward signals, extrinsic first (Q stream ``j`` values signal ``j``).
-        self.signals: list[RewardSignal] = create_signals(
-            self.settings.reward_signals, layout, actions, device
-        )
-        self.intrinsic = self.signals[1:]
+        self.signals: list[RewardSignal] = parts.signals
+        self.intrinsic = parts.intrinsic
+        #: The policy acting for every slot group, with each group's memory.
+        self.acting = parts.acting
         streams = len(self.signals)
         self.q1, self.q2, self.q1_target, self.q2_target = (
             QNetwork(layout, actions, net, self.normalizer, streams=streams).to(device)
@@ -305,17 +303,8 @@ class SACTrainer(Trainer):
         self.q_optimizer = make_adam(self.q_parameters, lr)
         self.alpha_optimizer = make_adam([self.log_alpha], lr)
         #: Behavioral cloning after every round of updates (``None`` without it).
-        self.cloning = build_behavioral_cloning(
-            self.settings,
-            self.policy,
-            layout,
-            actions,
-            behavior_name=self.behavior_name,
-            learning_rate=lr,
-            batch_size=hyper.batch_size,
-            device=device,
-            rng=self.rng,
-            lock=self.model_lock,
+        self.cloning = assemble_cloning(
+            self, self.policy, learning_rate=lr, batch_size=hyper.batch_size
         )
         self.learning_rate = Schedule(
             hyper.learning_rate_schedule, lr, MIN_LEARNING_RATE, self.settings.max_steps
@@ -337,10 +326,6 @@ class SACTrainer(Trainer):
             self.replay = SequenceReplayBuffer(hyper.buffer_size, net.memory.sequence_length)
         else:
             self.replay = ReplayBuffer(hyper.buffer_size)
-        #: The policy acting for every slot group, with each group's memory.
-        self.acting = ActingPolicy(
-            self.policy, layout, self.device, deterministic=self.deterministic, lock=self.model_lock
-        )
         # The last decision of each slot group (see BehaviorStep.group), until its outcome.
         self._pending_decisions: dict[int, dict[str, Any]] = {}
         self.num_entries = len(layout.entries)
