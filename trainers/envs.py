@@ -50,6 +50,12 @@ many times as needed. If the Editor's connection is lost (Play stopped), the vec
 waits on the same port for Play again, within the restart limits below, and says so when the wait
 begins.
 
+``num_envs`` has one meaning in the trainers, as in ``mlagents-learn``: how many environment
+instances run, i.e. Unity game processes (each with all its agents), or copies of a Gymnasium
+environment (each with its one agent). What a vector env calls ``num_envs`` (its slots: every
+agent of every game) is ``num_slots`` here (:class:`~trainers.contract.BehaviorSlots`,
+:class:`~trainers.game_fronts.VectorFront`).
+
 Through the vector env and through the PettingZoo envs, a Unity game that crashes or stops
 answering is restarted with the same settings within the run's ``env_settings`` limits
 ``max_lifetime_restarts``, ``restarts_rate_limit_n`` and ``restarts_rate_limit_period_s`` (as in
@@ -223,7 +229,8 @@ def make_training_env(
     return _make_unity_env(options, seed, log_folder, env_params)
 
 
-def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> TrainingEnvironment:
+def _make_gymnasium_env(gym_id: str, copies: int, options: RunOptions) -> TrainingEnvironment:
+    """``copies`` synchronous copies of Gymnasium ``gym_id`` (``num_envs``: one per copy)."""
     if options.environment_parameters:
         logger.warning(
             "environment_parameters are sent to Unity games only; they are ignored for the "
@@ -233,7 +240,7 @@ def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> Trai
     try:
         env = gymnasium.make_vec(
             gym_id,
-            num_envs=num_envs,
+            num_envs=copies,
             vectorization_mode="sync",
             vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
         )

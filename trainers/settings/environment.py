@@ -41,6 +41,10 @@ class EnvironmentSettings:
     connect on 5004 (ML-Agents always uses 5004 for the Editor; here ``base_port`` may choose
     another port).
 
+    ``num_envs`` is how many environment instances run, as ``mlagents-learn``'s ``--num-envs``:
+    Unity game processes (every agent of each is trained), or copies of a Gymnasium environment.
+    It never counts agents (a vector env's slots).
+
     The Editor is one game: ``num_envs`` above 1 is an error, as in ML-Agents 1.1.0, whose
     ``EnvironmentSettings`` refuses ``num_envs > 1`` when ``env_path`` is not set ("num_envs must
     be 1 if env_path is not set."). It connects to this machine, so ``backend: ray`` (games
