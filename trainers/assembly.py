@@ -2,7 +2,7 @@
 
 :func:`assemble_policy` builds, in this order, the shared observation normalizer
 (``network_settings.normalize``), the policy network, the reward signals (``extrinsic`` first)
-and the :class:`~trainers.common.acting.ActingPolicy` that acts with the policy;
+and the :class:`~trainers.common.networks.acting.ActingPolicy` that acts with the policy;
 :func:`assemble_cloning` builds behavioral cloning (``behavioral_cloning``) on that policy. The
 order is the order in which torch's generator initialises the parameters, so a trainer that
 builds its critics or Q networks between the two calls keeps its numbers for a fixed seed.
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainers.common.acting import ActingPolicy
-from trainers.common.networks import PolicyNetwork, build_normalizer
-from trainers.common.normalizer import ObservationNormalizer
+from trainers.common.networks.acting import ActingPolicy
+from trainers.common.networks.models import PolicyNetwork, build_normalizer
+from trainers.common.networks.normalizer import ObservationNormalizer
 from trainers.common.trainer import Trainer
 from trainers.imitation import BehavioralCloning, build_behavioral_cloning
 from trainers.reward_signals import RewardSignal, create_signals

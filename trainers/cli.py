@@ -273,7 +273,7 @@ def _prioritize_resume_or_initialize(checkpoint: dict[str, Any], given: dict[str
 
 
 def _configure_logging(debug: bool) -> None:
-    from trainers.common.progress import ProgressAwareHandler
+    from trainers.common.bookkeeping.progress import ProgressAwareHandler
 
     root = logging.getLogger("trainers")
     for handler in list(root.handlers):

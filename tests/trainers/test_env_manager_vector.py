@@ -15,7 +15,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.env_manager import EnvManager, PolicyDecision
 from trainers.game_fronts import VectorFront
 

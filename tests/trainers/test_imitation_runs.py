@@ -12,7 +12,7 @@ import pytest
 from imitation_test_support import real_demo
 from trainer_test_support import RunTrain, tensorboard_scalars
 
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint
 
 pytest.importorskip("unity_gym.vector", reason="needs unity_gym's vector environment")
 

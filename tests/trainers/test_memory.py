@@ -19,9 +19,9 @@ import yaml
 from gymnasium import spaces
 from trainer_test_support import RunTrain, ppo_behavior, ppo_trainer, random_outcome
 
-from trainers.common.lstm import LSTMMemory
-from trainers.common.onnx_export import export_policy
-from trainers.common.sequences import cut_sequences
+from trainers.common.buffers.sequences import cut_sequences
+from trainers.common.checkpoints.onnx_export import export_policy
+from trainers.common.networks.lstm import LSTMMemory
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.contract import BehaviorStep
 from trainers.ppo.trainer import PPOTrainer, _UpdateData

@@ -17,7 +17,7 @@ from process_utils import python_path_with
 from trainer_scenes import SCENE, SCENE_FOLDER
 from trainer_test_support import RunTrain, ppo_behavior
 
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.envs import ParallelTrainingEnvironment, make_training_env, unity_front
 from trainers.settings import parse_run_options
 from unity_gym.pettingzoo import UnityParallelEnv

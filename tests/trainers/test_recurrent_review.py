@@ -34,7 +34,7 @@ from process_utils import python_path_with
 from trainer_scenes import SCENE, SCENE_FOLDER
 from trainer_test_support import ppo_behavior, ppo_trainer, random_outcome
 
-from trainers.common.buffers import Rollout, RolloutBuffer
+from trainers.common.buffers.experience import Rollout, RolloutBuffer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.env_manager import EnvManager

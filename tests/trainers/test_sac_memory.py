@@ -22,9 +22,9 @@ import yaml
 from gymnasium import spaces
 from trainer_test_support import RunTrain, random_outcome, sac_behavior
 
-from trainers.common.buffers import SequenceReplayBuffer
+from trainers.common.bookkeeping.stats import StatsReporter
+from trainers.common.buffers.experience import SequenceReplayBuffer
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import StatsReporter
 from trainers.common.trainer import CheckpointMismatchError, TrainerContext
 from trainers.contract import BehaviorStep
 from trainers.sac.trainer import SACTrainer, _SequenceInputs

@@ -21,7 +21,7 @@ from gymnasium import spaces
 from trainer_test_support import RunTrain, ppo_behavior, ppo_trainer, tensorboard_scalars
 
 from benchmarks.policy_eval import OnnxPolicy, play_against_random
-from trainers.common.checkpoints import load_checkpoint, save_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint, save_checkpoint
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.contract import BehaviorStep
 from trainers.ghost import (

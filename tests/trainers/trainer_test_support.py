@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from trainers.common.bookkeeping.stats import StatsReporter
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import StatsReporter
 from trainers.common.trainer import TrainerContext
 from trainers.contract import BehaviorStep
 from trainers.ppo.trainer import PPOTrainer

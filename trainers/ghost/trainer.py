@@ -49,8 +49,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.acting import ActingPolicy
-from trainers.common.networks import PolicyNetwork
+from trainers.common.networks.acting import ActingPolicy
+from trainers.common.networks.models import PolicyNetwork
 from trainers.common.trainer import CheckpointMismatchError, Trainer
 from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.ghost.controller import GhostController

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainers.common.batches import SignalBatch
+from trainers.common.buffers.batches import SignalBatch
 from trainers.common.spaces import ActionLayout, ObservationEntry, ObservationLayout
 from trainers.settings import ConfigError
 from unity_gym.base_env import BehaviorSpec

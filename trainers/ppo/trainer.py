@@ -34,17 +34,17 @@ the policy.
 
 With ``network_settings.memory`` policy and critic each have an LSTM after the body (ML-Agents'
 recurrent networks; with ``shared_critic`` they share the policy's). Acting carries every slot's
-memory from step to step (:class:`~trainers.common.acting.ActingPolicy`), reset to zeros when
-its episode ends, and records the memory before each step; a step whose
-action the environment ignored (``valid`` false) leaves the memory as it
-was before it (in ML-Agents an agent that does not ask for a decision does not run the policy,
-and one whose episode ended starts the next with zeros: ``AgentProcessor`` removes its memories).
-As in ML-Agents, a rollout holds whole trajectories: a slot's trajectory still open when the
-rollout closes goes to the next one (``RolloutBuffer.carry_open``), so the only cuts are episode
-ends and ``time_horizon``. When the rollout closes, the critic runs over each slot's steps in
-order (its memory carried across rollouts, reset at episode ends, unchanged by ignored steps;
-ML-Agents' ``TorchOptimizer.get_trajectory_value_estimates``) for the values, recording its
-memory before each step. The update then trains on sequences (:mod:`trainers.common.sequences`):
+memory from step to step (:class:`~trainers.common.networks.acting.ActingPolicy`), reset to
+zeros when its episode ends, and records the memory before each step; a step whose action the
+environment ignored (``valid`` false) leaves the memory as it was before it (in ML-Agents an
+agent that does not ask for a decision does not run the policy, and one whose episode ended
+starts the next with zeros: ``AgentProcessor`` removes its memories). As in ML-Agents, a rollout
+holds whole trajectories: a slot's trajectory still open when the rollout closes goes to the
+next one (``RolloutBuffer.carry_open``), so the only cuts are episode ends and ``time_horizon``.
+When the rollout closes, the critic runs over each slot's steps in order (its memory carried
+across rollouts, reset at episode ends, unchanged by ignored steps; ML-Agents'
+``TorchOptimizer.get_trajectory_value_estimates``) for the values, recording its memory before
+each step. The update then trains on sequences (:mod:`trainers.common.buffers.sequences`):
 ``batch_size // sequence_length`` sequences per minibatch (ML-Agents' ``n_sequences``), each
 starting from the memories recorded at its first step (ML-Agents' ``TorchPPOOptimizer.update``
 takes ``memory`` and ``critic_memory`` at each sequence's first step), padded steps masked out of
@@ -63,17 +63,22 @@ import torch
 from torch import nn
 
 from trainers.assembly import assemble_cloning, assemble_policy
-from trainers.common.buffers import Rollout, RolloutBuffer, assign_values, generalized_advantages
-from trainers.common.distributions import ActionDistribution
-from trainers.common.networks import (
+from trainers.common.buffers.experience import (
+    Rollout,
+    RolloutBuffer,
+    assign_values,
+    generalized_advantages,
+)
+from trainers.common.buffers.sequences import Sequences, cut_sequences, join_sequences
+from trainers.common.networks.distributions import ActionDistribution
+from trainers.common.networks.models import (
     StackedBodies,
     ValueNetwork,
     body_stacks,
     make_adam,
     share_policy_body,
 )
-from trainers.common.schedules import Schedule
-from trainers.common.sequences import Sequences, cut_sequences, join_sequences
+from trainers.common.optimization.schedules import Schedule
 from trainers.common.trainer import Trainer, TrainerContext
 from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.reward_signals import (

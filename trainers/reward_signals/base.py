@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.batches import SignalBatch
+from trainers.common.buffers.batches import SignalBatch
 from trainers.settings import RewardSignalSettings
 
 __all__ = ["RewardSignal", "SignalBatch"]

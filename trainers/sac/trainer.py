@@ -54,7 +54,7 @@ algorithm above.
 With ``network_settings.memory`` (a recurrent policy; facts from ML-Agents' SAC: its optimizer's
 ``update``, its trainer and ``buffer.sample_mini_batch``): the policy and both Q networks (and
 their targets) have an LSTM after the body. Acting carries every slot's policy memory from step
-to step (:class:`~trainers.common.acting.ActingPolicy`, shared with PPO, POCA and the ghost
+to step (:class:`~trainers.common.networks.acting.ActingPolicy`, shared with PPO, POCA and the ghost
 trainer), reset to zeros where its episode ended, left as it was before a step whose action the
 environment ignored (after an ended episode: zeros), and cleared by
 :meth:`SACTrainer.interrupt_episodes`. The replay holds sequences of
@@ -85,16 +85,16 @@ from torch import nn
 from torch.nn import functional
 
 from trainers.assembly import assemble_cloning, assemble_policy
-from trainers.common.buffers import ReplayBuffer, SequenceReplayBuffer
-from trainers.common.checkpoints import atomic_write
-from trainers.common.distributions import ActionDistribution
-from trainers.common.networks import (
+from trainers.common.buffers.experience import ReplayBuffer, SequenceReplayBuffer
+from trainers.common.checkpoints.files import atomic_write
+from trainers.common.networks.distributions import ActionDistribution
+from trainers.common.networks.models import (
     PolicyNetwork,
     QNetwork,
     make_adam,
     polyak_update,
 )
-from trainers.common.schedules import Schedule
+from trainers.common.optimization.schedules import Schedule
 from trainers.common.trainer import CheckpointMismatchError, Trainer, TrainerContext
 from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.reward_signals import (

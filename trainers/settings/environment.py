@@ -26,7 +26,7 @@ logger = logging.getLogger("trainers.settings")
 
 BackendType = Literal["subprocess", "inprocess", "ray"]
 Precision = Literal["float32", "bf16-mixed"]
-"""``torch_settings.precision``: see :mod:`trainers.common.precision`."""
+"""``torch_settings.precision``: see :mod:`trainers.common.networks.precision`."""
 
 
 @dataclass
@@ -228,7 +228,7 @@ class TorchSettings:
     """Torch device (``cpu``, ``cuda``, ``cuda:1``, ...); ``None`` picks the CPU.
 
     ``precision`` (an extension of this project): ``float32``, or ``bf16-mixed`` for updates
-    whose matrix products take bfloat16 inputs (:mod:`trainers.common.precision`).
+    whose matrix products take bfloat16 inputs (:mod:`trainers.common.networks.precision`).
     """
 
     device: str | None = None

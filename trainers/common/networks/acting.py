@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from trainers.common.networks import PolicyNetwork
+from trainers.common.networks.models import PolicyNetwork
 from trainers.common.spaces import ObservationLayout
 from trainers.contract import BehaviorStep
 
