@@ -1,5 +1,9 @@
 """The parts PPO (and POCA) and SAC build their policy from, assembled one way for both.
 
+:class:`PolicyTrainer` is their common base: :meth:`PolicyTrainer.assemble_policy` sets its
+``normalizer``, ``policy``, ``signals``, ``intrinsic`` and ``acting`` from :func:`assemble_policy`,
+and :meth:`PolicyTrainer.assemble_cloning` its ``cloning`` from :func:`assemble_cloning`.
+
 :func:`assemble_policy` builds, in this order, the shared observation normalizer
 (``network_settings.normalize``), the policy network, the reward signals (``extrinsic`` first)
 and the :class:`~trainers.common.networks.acting.ActingPolicy` that acts with the policy;
@@ -23,7 +27,7 @@ from trainers.common.trainer import Trainer
 from trainers.imitation import BehavioralCloning, build_behavioral_cloning
 from trainers.reward_signals import RewardSignal, create_signals
 
-__all__ = ["PolicyParts", "assemble_cloning", "assemble_policy"]
+__all__ = ["PolicyParts", "PolicyTrainer", "assemble_cloning", "assemble_policy"]
 
 
 @dataclass
@@ -106,3 +110,41 @@ def assemble_cloning(
         rng=trainer.rng,
         lock=trainer.model_lock,
     )
+
+
+class PolicyTrainer(Trainer):
+    """A trainer whose policy, reward signals and cloning come from this module (PPO, SAC).
+
+    Subclasses call :meth:`assemble_policy` and then, once the networks that are built between
+    the two exist, :meth:`assemble_cloning` in their ``__init__`` (module docs: the order keeps
+    the numbers of a fixed seed).
+    """
+
+    #: The observation normalizer every network of the trainer shares.
+    normalizer: ObservationNormalizer
+    #: The policy network.
+    policy: PolicyNetwork
+    #: The reward signals, extrinsic first (value head / Q stream ``j`` values signal ``j``).
+    signals: list[RewardSignal]
+    #: The signals after the extrinsic one.
+    intrinsic: list[RewardSignal]
+    #: The policy acting for every slot group, with each group's memory.
+    acting: ActingPolicy
+    #: Behavioral cloning after every update (``None`` without ``behavioral_cloning``).
+    cloning: BehavioralCloning | None
+
+    def assemble_policy(self, *, squash: bool) -> None:
+        """Build and set the normalizer, policy, signals and acting policy
+        (:func:`assemble_policy`)."""
+        parts = assemble_policy(self, squash=squash)
+        self.normalizer = parts.normalizer
+        self.policy = parts.policy
+        self.signals = parts.signals
+        self.intrinsic = parts.intrinsic
+        self.acting = parts.acting
+
+    def assemble_cloning(self, *, learning_rate: float, batch_size: int) -> None:
+        """Build and set behavioral cloning of the policy (:func:`assemble_cloning`)."""
+        self.cloning = assemble_cloning(
+            self, self.policy, learning_rate=learning_rate, batch_size=batch_size
+        )

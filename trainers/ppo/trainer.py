@@ -62,7 +62,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.assembly import assemble_cloning, assemble_policy
+from trainers.assembly import PolicyTrainer
 from trainers.common.buffers.experience import (
     Rollout,
     RolloutBuffer,
@@ -79,10 +79,9 @@ from trainers.common.networks.models import (
     share_policy_body,
 )
 from trainers.common.optimization.schedules import Schedule
-from trainers.common.trainer import Trainer, TrainerContext
+from trainers.common.trainer import TrainerContext
 from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.reward_signals import (
-    RewardSignal,
     SignalBatch,
     signal_modules,
     signal_optimizers,
@@ -102,7 +101,7 @@ MIN_EPSILON = 0.1
 MIN_BETA = 1e-5
 
 
-class PPOTrainer(Trainer):
+class PPOTrainer(PolicyTrainer):
     """PPO for one behavior (see the module docstring)."""
 
     trainer_type = "ppo"
@@ -115,18 +114,8 @@ class PPOTrainer(Trainer):
         assert isinstance(hyper, PPOHyperparameters)
         self.hyper = hyper
         net = self.settings.network_settings
-        parts = assemble_policy(self, squash=False)
-        self.normalizer = parts.normalizer
-        self.policy = parts.policy
-        #: The reward signals, extrinsic first (value head ``j`` values signal ``j``).
-        self.signals: list[RewardSignal] = parts.signals
-        self.intrinsic = parts.intrinsic
-        #: The policy acting for every slot group, with each group's memory.
-        self.acting = parts.acting
-        #: Behavioral cloning after every update (``None`` without ``behavioral_cloning``).
-        self.cloning = assemble_cloning(
-            self, self.policy, learning_rate=hyper.learning_rate, batch_size=hyper.batch_size
-        )
+        self.assemble_policy(squash=False)
+        self.assemble_cloning(learning_rate=hyper.learning_rate, batch_size=hyper.batch_size)
         critic = self._build_critic()
         self.parameters = [*self.policy.parameters(), *critic.parameters()]
         self.recurrent = net.memory is not None

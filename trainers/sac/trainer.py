@@ -84,7 +84,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from trainers.assembly import assemble_cloning, assemble_policy
+from trainers.assembly import PolicyTrainer
 from trainers.common.buffers.experience import ReplayBuffer, SequenceReplayBuffer
 from trainers.common.checkpoints.files import atomic_write
 from trainers.common.networks.distributions import ActionDistribution
@@ -95,10 +95,9 @@ from trainers.common.networks.models import (
     polyak_update,
 )
 from trainers.common.optimization.schedules import Schedule
-from trainers.common.trainer import CheckpointMismatchError, Trainer, TrainerContext
+from trainers.common.trainer import CheckpointMismatchError, TrainerContext
 from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.reward_signals import (
-    RewardSignal,
     SignalBatch,
     signal_modules,
     signal_optimizers,
@@ -245,7 +244,7 @@ class _SequenceInputs:
         return network.sequences(observations, rows, self.q_memories)[self.index]
 
 
-class SACTrainer(Trainer):
+class SACTrainer(PolicyTrainer):
     """SAC for one behavior (see the module docstring)."""
 
     trainer_type = "sac"
@@ -262,14 +261,7 @@ class SACTrainer(Trainer):
         net = self.settings.network_settings
         layout = context.observation_layout
         device = self.device
-        parts = assemble_policy(self, squash=True)
-        self.normalizer = parts.normalizer
-        self.policy = parts.policy
-        #: The reward signals, extrinsic first (Q stream ``j`` values signal ``j``).
-        self.signals: list[RewardSignal] = parts.signals
-        self.intrinsic = parts.intrinsic
-        #: The policy acting for every slot group, with each group's memory.
-        self.acting = parts.acting
+        self.assemble_policy(squash=True)
         streams = len(self.signals)
         self.q1, self.q2, self.q1_target, self.q2_target = (
             QNetwork(layout, actions, net, self.normalizer, streams=streams).to(device)
@@ -303,9 +295,7 @@ class SACTrainer(Trainer):
         self.q_optimizer = make_adam(self.q_parameters, lr)
         self.alpha_optimizer = make_adam([self.log_alpha], lr)
         #: Behavioral cloning after every round of updates (``None`` without it).
-        self.cloning = assemble_cloning(
-            self, self.policy, learning_rate=lr, batch_size=hyper.batch_size
-        )
+        self.assemble_cloning(learning_rate=lr, batch_size=hyper.batch_size)
         self.learning_rate = Schedule(
             hyper.learning_rate_schedule, lr, MIN_LEARNING_RATE, self.settings.max_steps
         )
