@@ -11,9 +11,8 @@ An update that closes an on-policy rollout (PPO) first waits for every group in 
 records its step, so the rollout ends with every group settled and, with ``threaded: false``,
 every step after the update is taken by the updated policy. An update taken while no game is
 stepping may use more torch threads (:mod:`trainers.common.optimization.update_threads`). The loop
-ends when
-every trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and
-ONNX models are then written.
+ends when every trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final
+checkpoints and ONNX models are then written.
 
 With curriculum lessons (:mod:`trainers.curriculum`), every iteration feeds the trainers' steps
 and recent episode rewards to the parameter manager; when a lesson changes, its values are sent

@@ -106,8 +106,7 @@ class TrainerContext:
         checkpoints: ``None`` in inference mode (nothing is saved).
         update_threads: the most torch threads an update taken while the environment is idle
             may use (see :mod:`trainers.common.optimization.update_threads`); 1 keeps every update
-            on the
-            current thread count.
+            on the current thread count.
         precision: the precision updates run in (:mod:`trainers.common.networks.precision`).
     """
 
