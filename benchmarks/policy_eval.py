@@ -4,8 +4,8 @@ and count the games won, lost and drawn.
 The game is ``unity_gym.pettingzoo.parallel_env(scene=...)`` with one area (Tennis: one agent
 per team; SoccerTwos: two). The team is the ``?team=<t>`` suffix of an agent's behavior. The
 trained team's agents act with the ONNX model ``unity-train`` exported (``<run>/<Behavior>.onnx``,
-the names of :mod:`trainers.common.onnx_export`: inputs ``obs_0``... and ``action_masks`` for
-discrete actions, outputs ``deterministic_continuous_actions`` /
+the names of :mod:`trainers.common.checkpoints.onnx_export`: inputs ``obs_0``... and
+``action_masks`` for discrete actions, outputs ``deterministic_continuous_actions`` /
 ``deterministic_discrete_actions``, or with ``sampled`` the sampled ``continuous_actions`` /
 ``discrete_actions``, which is what Unity's inference plays by default: ``BehaviorParameters``'
 ``DeterministicInference`` is off unless set); each agent's observation goes through the

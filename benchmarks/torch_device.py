@@ -17,7 +17,8 @@ run's ``timers.json`` (the ``*_update`` timers: seconds spent in updates, and th
 
 Printed per run: seconds per update, updates, wall time and agent steps per second, and the final
 mean reward; then the ratios ``cuda / cpu``. The CPU run uses ``unity-train``'s own thread
-settings (one intra-op thread while the games step; see :mod:`trainers.common.update_threads`).
+settings (one intra-op thread while the games step; see
+:mod:`trainers.common.optimization.update_threads`).
 
 Usage::
 

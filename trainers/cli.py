@@ -391,7 +391,7 @@ def check_environment_choice(options: RunOptions, given: dict[str, Any]) -> None
 
 
 def _configure_logging(debug: bool) -> None:
-    from trainers.common.progress import ProgressAwareHandler
+    from trainers.common.bookkeeping.progress import ProgressAwareHandler
 
     root = logging.getLogger("trainers")
     for handler in list(root.handlers):

@@ -15,14 +15,25 @@ reachable through ``gymnasium.make_vec`` can be trained:
 * a Unity game with several behaviors (``--scene Tennis``, ``--scene SoccerTwos``, or a build
   such as ML-Agents' SoccerTwos): ``N`` PettingZoo parallel envs
   (``unity_gym.pettingzoo.parallel_env``), one per game process, for
-  :class:`~trainers.game_fronts.PettingZooFront`. A built-in scene is known to have
-  several behaviors from its declaration in the headless player's scene registry
-  (``unity_gym.player.get_scene_class``), before anything starts. A build only tells when it
-  starts: the vector env refuses it (``UnityMultipleBehaviorsException``), closes the game it
-  launched, and the PettingZoo envs are created instead.
+  :class:`~trainers.game_fronts.PettingZooFront`.
   A built-in scene then holds one training area per game process (the PettingZoo env's default)
   times ``--num-areas``: a PettingZoo episode lasts until every agent of the game has finished, so
   one area per game keeps agents from idling while other areas finish.
+
+Choosing between the two (:func:`unity_front`), once, before any game starts where the settings
+tell, from what the settings say:
+
+* a built-in scene (``--scene``): its declared behaviors
+  (:func:`unity_gym.registration.scene_behaviors`, read without starting the scene): several
+  behavior ids (teams count: ``Tennis?team=0`` and ``Tennis?team=1``) take the PettingZoo envs,
+  one takes the vector env (an unknown scene too: the vector env's error lists the scenes);
+* a Unity build (``--env PATH``) with ``self_play`` configured for a behavior: the PettingZoo
+  envs (self-play needs teams, and each team is a behavior id of its own, as in ML-Agents);
+* any other Unity build: only the game can tell. The vector env starts it, and the behaviors
+  the game reports at connection decide: one is served by the vector env; with several, the
+  vector env closes the games it started and refuses them (``UnityMultipleBehaviorsException``,
+  which lists them), and the PettingZoo envs start the game again, logging that they do. This
+  is the only case where a game is started twice; the settings avoid it for builds with teams.
 
 The Unity Editor. With no environment selected, the run waits for the Unity Editor as
 ``mlagents-learn`` does (its ``learn.py`` passes ``file_name=None`` and no port, so the Editor
@@ -39,6 +50,12 @@ many times as needed. If the Editor's connection is lost (Play stopped), the vec
 waits on the same port for Play again, within the restart limits below, and says so when the wait
 begins.
 
+``num_envs`` has one meaning in the trainers, as in ``mlagents-learn``: how many environment
+instances run, i.e. Unity game processes (each with all its agents), or copies of a Gymnasium
+environment (each with its one agent). What a vector env calls ``num_envs`` (its slots: every
+agent of every game) is ``num_slots`` here (:class:`~trainers.contract.BehaviorSlots`,
+:class:`~trainers.game_fronts.VectorFront`).
+
 Through the vector env and through the PettingZoo envs, a Unity game that crashes or stops
 answering is restarted with the same settings within the run's ``env_settings`` limits
 ``max_lifetime_restarts``, ``restarts_rate_limit_n`` and ``restarts_rate_limit_period_s`` (as in
@@ -52,7 +69,7 @@ import logging
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -62,6 +79,7 @@ from trainers.game_fronts import close_all
 from trainers.ray_cluster import RayCluster, connect_ray
 from trainers.settings import ConfigError, RunOptions
 from unity_gym.exceptions import UnityMultipleBehaviorsException, UnityTimeOutException
+from unity_gym.registration import scene_behaviors
 
 __all__ = [
     "EDITOR_DESCRIPTION",
@@ -73,6 +91,7 @@ __all__ = [
     "editor_listening_line",
     "editor_timeout_message",
     "make_training_env",
+    "unity_front",
 ]
 
 logger = logging.getLogger(__name__)
@@ -210,7 +229,8 @@ def make_training_env(
     return _make_unity_env(options, seed, log_folder, env_params)
 
 
-def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> TrainingEnvironment:
+def _make_gymnasium_env(gym_id: str, copies: int, options: RunOptions) -> TrainingEnvironment:
+    """``copies`` synchronous copies of Gymnasium ``gym_id`` (``num_envs``: one per copy)."""
     if options.environment_parameters:
         logger.warning(
             "environment_parameters are sent to Unity games only; they are ignored for the "
@@ -220,7 +240,7 @@ def _make_gymnasium_env(gym_id: str, num_envs: int, options: RunOptions) -> Trai
     try:
         env = gymnasium.make_vec(
             gym_id,
-            num_envs=num_envs,
+            num_envs=copies,
             vectorization_mode="sync",
             vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
         )
@@ -370,7 +390,8 @@ def _make_unity_env_on(
         what,
         cluster,
     )
-    if env_settings.scene is not None and _scene_has_several_behaviors(env_settings.scene):
+    front = unity_front(options)
+    if front == "pettingzoo":
         return parallel()
     try:
         spec = _registered_spec(UNITY_ENV_ID)
@@ -407,8 +428,10 @@ def _make_unity_env_on(
         raise EnvironmentSetupError(f"cannot create the Unity environment ({what}): {exc}") from exc
     except (TypeError, ValueError) as exc:
         raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
-    except UnityMultipleBehaviorsException:
-        # The vector env closed the game it launched before raising.
+    except UnityMultipleBehaviorsException as exc:
+        if front is not None:  # the settings chose the vector env (a built-in scene)
+            raise EnvironmentSetupError(f"cannot train {what}: {exc}") from exc
+        # a build whose behaviors only the game could tell: the vector env closed its games
         logger.info("%s has several behaviors; training them through PettingZoo.", what)
         kwargs.pop("ray_actor_options", None)
         return parallel()
@@ -439,18 +462,21 @@ def _reported_behavior_name(env: VectorEnv) -> str | None:
     return str(name) if name else None
 
 
-def _scene_has_several_behaviors(scene: str) -> bool:
-    """Whether built-in ``scene`` declares more than one behavior (False if unknown).
-
-    An unknown scene is left to the vector env, whose error lists the built-in scenes.
-    """
-    from unity_gym.player import PlayerError, get_scene_class
-
-    try:
-        behaviors = get_scene_class(scene)().behaviors()
-    except PlayerError:
-        return False
-    return len({spec.full_name for spec in behaviors}) > 1
+def unity_front(options: RunOptions) -> Literal["vector", "pettingzoo"] | None:
+    """Which front trains the Unity game of ``options`` as far as the settings tell (module
+    documentation, "Choosing between the two"): ``"pettingzoo"`` for several behaviors,
+    ``"vector"`` for one, ``None`` for a build that only the game itself can tell about."""
+    env_settings = options.env_settings
+    if env_settings.scene is not None:
+        try:
+            declared = scene_behaviors(env_settings.scene)
+        except ValueError:  # an unknown scene: the vector env's error lists the built-in ones
+            return "vector"
+        return "pettingzoo" if len(declared) > 1 else "vector"
+    configured = [*options.behaviors.values(), options.default_settings]
+    if any(settings is not None and settings.self_play is not None for settings in configured):
+        return "pettingzoo"
+    return None
 
 
 def _make_parallel_envs(

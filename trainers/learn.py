@@ -39,7 +39,9 @@ import torch
 import yaml
 
 import unity_gym
-from trainers.common.checkpoints import (
+from trainers.common.bookkeeping.progress import ProgressBar
+from trainers.common.bookkeeping.stats import StatsPropertyType, StatsReporter, StatsWriter
+from trainers.common.checkpoints.files import (
     LATEST_NAME,
     CheckpointManager,
     LoadedCheckpoint,
@@ -48,13 +50,12 @@ from trainers.common.checkpoints import (
     load_checkpoint,
     load_newest_checkpoint,
 )
-from trainers.common.precision import cpu_has_bf16_units
-from trainers.common.progress import ProgressBar
-from trainers.common.stats import StatsPropertyType, StatsReporter, StatsWriter
+from trainers.common.networks.precision import cpu_has_bf16_units
+from trainers.common.optimization.update_threads import update_thread_limit
 from trainers.common.trainer import Trainer, TrainerContext, check_checkpoint_state
-from trainers.common.update_threads import update_thread_limit
+from trainers.contract import BehaviorSlots
 from trainers.curriculum import EnvironmentParameterManager
-from trainers.env_manager import BehaviorSlots, EnvManager
+from trainers.env_manager import EnvManager
 from trainers.envs import ParallelTrainingEnvironment, TrainingEnvironment, make_training_env
 from trainers.ghost import GhostController, GhostTrainer
 from trainers.plugins import stats_writers, trainer_class
@@ -606,7 +607,7 @@ def _configure_threads(device: torch.device) -> None:
     The networks are small and the environment competes for the same cores: with more threads,
     torch's thread pool spins against the environment and every update gets slower (10-20x was
     measured with 2 threads on a busy 2-core machine). Updates taken while the environment is
-    idle may use more (:mod:`trainers.common.update_threads`).
+    idle may use more (:mod:`trainers.common.optimization.update_threads`).
     """
     if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(1)

@@ -18,7 +18,7 @@ which ``unity-train`` cannot run, so it is not loaded as is):
 
 ``unity_train.stats_writer``
     Each entry point is a callable taking the run's :class:`~trainers.settings.RunOptions`
-    and returning a list of :class:`trainers.common.stats.StatsWriter` (as ML-Agents'
+    and returning a list of :class:`trainers.common.bookkeeping.stats.StatsWriter` (as ML-Agents'
     ``register_stats_writer_plugins``); every behavior's summaries go to each of them.
 
 The built-in trainer types (``ppo``, ``sac``, ``poca``) and writers (TensorBoard, console) are
@@ -53,7 +53,7 @@ from trainers.settings.trainer import PPOHyperparameters, SACHyperparameters
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from trainers.common.stats import StatsWriter
+    from trainers.common.bookkeeping.stats import StatsWriter
     from trainers.common.trainer import Trainer
     from trainers.settings import RunOptions
 
@@ -188,7 +188,7 @@ def stats_writers(options: RunOptions, run_dir: Path, start_time: float) -> list
     A plugin that fails (import error, exception, a result that is not a list of
     ``StatsWriter``) is logged as an error naming it and its distribution and left out.
     """
-    from trainers.common.stats import ConsoleWriter, StatsWriter, TensorBoardWriter
+    from trainers.common.bookkeeping.stats import ConsoleWriter, StatsWriter, TensorBoardWriter
 
     writers: list[StatsWriter] = [TensorBoardWriter(run_dir), ConsoleWriter(start_time)]
     for entry_point in importlib.metadata.entry_points(group=STATS_WRITER_GROUP):
@@ -198,7 +198,9 @@ def stats_writers(options: RunOptions, run_dir: Path, start_time: float) -> list
             made = list(factory(options))
             wrong = [writer for writer in made if not isinstance(writer, StatsWriter)]
             if wrong:
-                raise TypeError(f"{wrong[0]!r} is not a trainers.common.stats.StatsWriter")
+                raise TypeError(
+                    f"{wrong[0]!r} is not a trainers.common.bookkeeping.stats.StatsWriter"
+                )
         except Exception as exc:
             logger.error(
                 "Cannot use %s: %s: %s. Its stats writers are left out; reinstall or fix that "

@@ -10,9 +10,9 @@ each group gets its actions at once while the other groups keep playing.
 An update that closes an on-policy rollout (PPO) first waits for every group in flight and
 records its step, so the rollout ends with every group settled and, with ``threaded: false``,
 every step after the update is taken by the updated policy. An update taken while no game is
-stepping may use more torch threads (:mod:`trainers.common.update_threads`). The loop ends when
-every trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and
-ONNX models are then written.
+stepping may use more torch threads (:mod:`trainers.common.optimization.update_threads`). The loop
+ends when every trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final
+checkpoints and ONNX models are then written.
 
 With curriculum lessons (:mod:`trainers.curriculum`), every iteration feeds the trainers' steps
 and recent episode rewards to the parameter manager; when a lesson changes, its values are sent
@@ -29,11 +29,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from trainers.common.checkpoints import atomic_copy
-from trainers.common.progress import ProgressBar
+from trainers.common.bookkeeping.progress import ProgressBar
+from trainers.common.checkpoints.files import atomic_copy
 from trainers.common.trainer import Trainer
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.curriculum import LESSON_NUMBER_STAT, EnvironmentParameterManager
-from trainers.env_manager import BehaviorStep, EnvManager, PolicyDecision
+from trainers.env_manager import EnvManager
 from unity_gym.exceptions import UnityException
 from unity_gym.timers import hierarchical_timer, merge_timer_tree
 

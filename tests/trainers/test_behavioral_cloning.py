@@ -14,8 +14,8 @@ from gymnasium import spaces
 from imitation_test_support import write_demo
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior, tensorboard_scalars
 
-from trainers.common.checkpoints import load_checkpoint
-from trainers.common.networks import PolicyNetwork, build_normalizer
+from trainers.common.checkpoints.files import load_checkpoint
+from trainers.common.networks.models import PolicyNetwork, build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.imitation import BehavioralCloning, Demonstrations
 from trainers.settings import BehavioralCloningSettings, NetworkSettings

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from trainer_test_support import RunTrain, ppo_behavior
 
-from trainers.common.checkpoints import load_checkpoint, save_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint, save_checkpoint
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,7 +26,7 @@ from imitation_test_support import write_demo
 from trainer_test_support import RunTrain, ppo_behavior
 
 from trainers.cli import build_parser, main, options_from_args
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.settings import companion_path, load_config_file, parse_run_options
 
 PEER_DIR = Path(

@@ -21,7 +21,7 @@ import yaml
 from imitation_test_support import write_demo
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.settings import load_config_file
 
 pytestmark = [

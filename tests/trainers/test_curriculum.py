@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from trainers.common.checkpoints import TrainingStatus
+from trainers.common.checkpoints.files import TrainingStatus
 from trainers.curriculum import EnvironmentParameterManager, lesson_complete
 from trainers.settings import (
     CompletionCriteria,

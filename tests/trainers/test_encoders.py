@@ -19,10 +19,10 @@ from gymnasium import spaces
 from torch import nn
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 
-from trainers.common.checkpoints import load_checkpoint
-from trainers.common.encoders import MIN_IMAGE_SIDE, ResNetBlock, visual_encoder
-from trainers.common.networks import PolicyNetwork, build_normalizer
-from trainers.common.onnx_export import export_policy
+from trainers.common.checkpoints.files import load_checkpoint
+from trainers.common.checkpoints.onnx_export import export_policy
+from trainers.common.networks.encoders import MIN_IMAGE_SIDE, ResNetBlock, visual_encoder
+from trainers.common.networks.models import PolicyNetwork, build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationEntry, ObservationLayout
 from trainers.settings import ConfigError, NetworkSettings, parse_run_options
 

@@ -20,7 +20,8 @@ from pettingzoo import ParallelEnv
 from process_utils import python_path_with
 from trainer_scenes import GROUP_REWARD, SCENE, SCENE_FOLDER
 
-from trainers.env_manager import BehaviorStep, EnvManager, PolicyDecision
+from trainers.contract import BehaviorStep, PolicyDecision
+from trainers.env_manager import EnvManager
 from unity_gym.pettingzoo import RestartLimitError, UnityParallelEnv, parallel_env
 
 pytestmark = pytest.mark.timeout(120)

@@ -16,7 +16,7 @@ from gymnasium.vector import AutoresetMode
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 
 import unity_gym.vector  # noqa: F401  (a broken import fails the module, never skips it)
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.env_manager import EnvManager, PolicyDecision
 from trainers.game_fronts import VectorFront
 

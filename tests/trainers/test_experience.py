@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from trainers.common.buffers import ReplayBuffer, Rollout, RolloutBuffer, compute_gae
+from trainers.common.buffers.experience import ReplayBuffer, Rollout, RolloutBuffer, compute_gae
 from trainers.env_manager import EnvManager, PolicyDecision
 
 ACT = {"Countdown": PolicyDecision(None, np.zeros((2, 1), dtype=np.int64))}

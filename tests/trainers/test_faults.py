@@ -15,7 +15,7 @@ import torch
 import yaml
 from trainer_test_support import ppo_behavior
 
-from trainers.common.checkpoints import load_checkpoint, save_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint, save_checkpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

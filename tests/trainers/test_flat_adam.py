@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from trainers.common.flat_adam import FlatAdam
-from trainers.common.parameter_buffer import ParameterBuffer
+from trainers.common.optimization.flat_adam import FlatAdam
+from trainers.common.optimization.parameter_buffer import ParameterBuffer
 
 
 def _network(seed: int) -> nn.Sequential:
@@ -222,8 +222,8 @@ def test_the_optimizer_never_imports_the_torch_compiler() -> None:
         """
         import sys
         import torch
-        from trainers.common.flat_adam import FlatAdam
-        from trainers.common.parameter_buffer import ParameterBuffer
+        from trainers.common.optimization.flat_adam import FlatAdam
+        from trainers.common.optimization.parameter_buffer import ParameterBuffer
         network = torch.nn.Linear(3, 2)
         optimizer = FlatAdam(ParameterBuffer(list(network.parameters())), lr=0.01)
         network(torch.ones(4, 3)).sum().backward()

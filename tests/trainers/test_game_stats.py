@@ -18,7 +18,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from trainer_test_support import RunTrain, ppo_behavior, tensorboard_scalars
 
-from trainers.common.stats import StatsReporter
+from trainers.common.bookkeeping.stats import StatsReporter
 from unity_gym.side_channels import StatsAggregationMethod
 
 AVERAGE = StatsAggregationMethod.AVERAGE

@@ -18,8 +18,13 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from trainers.common.networks import HyperLinear, PolicyNetwork, ValueNetwork, build_normalizer
-from trainers.common.onnx_export import export_policy
+from trainers.common.checkpoints.onnx_export import export_policy
+from trainers.common.networks.models import (
+    HyperLinear,
+    PolicyNetwork,
+    ValueNetwork,
+    build_normalizer,
+)
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.env_manager import EnvManager
 from trainers.settings import NetworkSettings

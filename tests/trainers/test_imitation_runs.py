@@ -13,7 +13,7 @@ from imitation_test_support import real_demo
 from trainer_test_support import RunTrain, tensorboard_scalars
 
 import unity_gym.vector  # noqa: F401  (a broken import fails the module, never skips it)
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -19,11 +19,11 @@ import yaml
 from gymnasium import spaces
 from trainer_test_support import RunTrain, ppo_behavior, ppo_trainer, random_outcome
 
-from trainers.common.lstm import LSTMMemory
-from trainers.common.onnx_export import export_policy
-from trainers.common.sequences import cut_sequences
+from trainers.common.buffers.sequences import cut_sequences
+from trainers.common.checkpoints.onnx_export import export_policy
+from trainers.common.networks.lstm import LSTMMemory
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.env_manager import BehaviorStep
+from trainers.contract import BehaviorStep
 from trainers.ppo.trainer import PPOTrainer, _UpdateData
 from trainers.settings import ConfigError, parse_run_options
 
@@ -131,7 +131,7 @@ def _play(trainer: PPOTrainer, steps: int, seed: int = 0) -> list[np.ndarray]:
     trainer.observe(BehaviorStep.first(observations, None))
     used = []
     for t in range(steps):
-        used.append(trainer._slot_memories(BehaviorStep.first(observations, None)).copy())
+        used.append(trainer.acting.memories(0, len(observations[0])).copy())
         trainer.decide(BehaviorStep.first(observations, None))
         terminated = np.zeros(SLOTS, dtype=bool)
         truncated = np.zeros(SLOTS, dtype=bool)

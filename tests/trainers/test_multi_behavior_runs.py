@@ -17,8 +17,8 @@ from process_utils import python_path_with
 from trainer_scenes import SCENE, SCENE_FOLDER
 from trainer_test_support import RunTrain, ppo_behavior
 
-from trainers.common.checkpoints import load_checkpoint
-from trainers.envs import ParallelTrainingEnvironment, make_training_env
+from trainers.common.checkpoints.files import load_checkpoint
+from trainers.envs import ParallelTrainingEnvironment, make_training_env, unity_front
 from trainers.settings import parse_run_options
 from unity_gym.pettingzoo import UnityParallelEnv
 from unity_gym.player.build import build_executable
@@ -240,3 +240,45 @@ def test_pettingzoo_games_get_the_run_restart_limits(tmp_path: Path) -> None:
             assert game.restart_count == 0
     finally:
         training_env.close()
+
+
+@pytest.mark.parametrize(
+    ("scene", "front"),
+    [("Tennis", "pettingzoo"), ("SoccerTwos", "pettingzoo"), ("WallJump", "pettingzoo"),
+     ("3DBall", "vector"), ("PushBlockCollab", "vector"), ("NoSuchScene", "vector")],
+)  # fmt: skip
+def test_a_built_in_scene_chooses_its_front_from_its_declared_behaviors(
+    scene: str, front: str
+) -> None:
+    # several declared behavior ids (teams count, and WallJump's two models) -> PettingZoo
+    options = parse_run_options({"env_settings": {"scene": scene}})
+    assert unity_front(options) == front
+
+
+def test_a_build_takes_pettingzoo_from_self_play_and_otherwise_asks_the_game() -> None:
+    build = {"env_settings": {"env_path": "builds/Game"}}
+    assert unity_front(parse_run_options(build)) is None
+    teams = {"behaviors": {"Striker": {"trainer_type": "ppo", "self_play": {}}}}
+    assert unity_front(parse_run_options({**build, **teams})) == "pettingzoo"
+    default = {"default_settings": {"trainer_type": "ppo", "self_play": {}}}
+    assert unity_front(parse_run_options({**build, **default})) == "pettingzoo"
+
+
+def test_a_build_with_self_play_starts_only_the_pettingzoo_games(
+    two_behavior_build: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    options = parse_run_options(
+        {
+            "behaviors": {"Seeker": {"trainer_type": "ppo", "self_play": {}}},
+            "env_settings": {"env_path": str(two_behavior_build)},
+        }
+    )
+    caplog.set_level("INFO")
+    training_env = make_training_env(options, seed=3, log_folder=tmp_path / "logs")
+    try:
+        assert isinstance(training_env, ParallelTrainingEnvironment)
+        assert len(training_env.envs) == 1
+    finally:
+        training_env.close()
+    # the vector env never started the game (it would have refused it and said so)
+    assert "has several behaviors" not in caplog.text

@@ -27,7 +27,7 @@ PLUGIN_MODULE = '''
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainers.common.stats import StatsWriter
+from trainers.common.bookkeeping.stats import StatsWriter
 from trainers.ppo.trainer import PPOTrainer
 from trainers.settings import PPOHyperparameters
 

@@ -15,12 +15,12 @@ import torch
 from gymnasium import spaces
 from trainer_test_support import RunTrain, tensorboard_scalars
 
-from trainers.common.attention import EntityEmbedding, ResidualSelfAttention
-from trainers.common.buffers import generalized_advantages
-from trainers.common.checkpoints import load_checkpoint
-from trainers.common.networks import build_normalizer
+from trainers.common.bookkeeping.stats import GROUP_CUMULATIVE_REWARD, StatsReporter
+from trainers.common.buffers.experience import generalized_advantages
+from trainers.common.checkpoints.files import load_checkpoint
+from trainers.common.networks.attention import EntityEmbedding, ResidualSelfAttention
+from trainers.common.networks.models import build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import GROUP_CUMULATIVE_REWARD, StatsReporter
 from trainers.env_manager import GROUP_ID_SPAN, EnvManager, PolicyDecision
 from trainers.ghost import SELF_PLAY_STATE_KEY
 from trainers.poca.groups import credit_early_finishers, group_layout, poca_rewards

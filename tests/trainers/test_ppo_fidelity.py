@@ -15,10 +15,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from trainer_test_support import ppo_behavior, ppo_trainer
 
-from trainers.common.distributions import ActionDistribution, mask_logits
-from trainers.common.networks import PolicyNetwork, build_normalizer
-from trainers.common.normalizer import RunningNormalizer
-from trainers.common.onnx_export import export_policy
+from trainers.common.checkpoints.onnx_export import export_policy
+from trainers.common.networks.distributions import ActionDistribution, mask_logits
+from trainers.common.networks.models import PolicyNetwork, build_normalizer
+from trainers.common.networks.normalizer import RunningNormalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.env_manager import EnvManager
 from trainers.settings import NetworkSettings

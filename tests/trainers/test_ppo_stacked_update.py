@@ -12,7 +12,7 @@ import torch
 from gymnasium import spaces
 from trainer_test_support import ppo_behavior, ppo_trainer
 
-from trainers.common.buffers import Rollout, compute_gae
+from trainers.common.buffers.experience import Rollout, compute_gae
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.ppo.trainer import PPOTrainer, _UpdateData
 

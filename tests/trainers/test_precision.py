@@ -20,15 +20,15 @@ from torch.overrides import TorchFunctionMode
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior, tensorboard_scalars
 
 from trainers.cli import build_parser, options_from_args
-from trainers.common.checkpoints import load_checkpoint
-from trainers.common.networks import (
+from trainers.common.checkpoints.files import load_checkpoint
+from trainers.common.networks.models import (
     Body,
     PolicyNetwork,
     QNetwork,
     ValueNetwork,
     build_normalizer,
 )
-from trainers.common.precision import cpu_has_bf16_units, update_precision
+from trainers.common.networks.precision import cpu_has_bf16_units, update_precision
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.poca.networks import GroupCritic
 from trainers.settings import ConfigError, MemorySettings, NetworkSettings, parse_run_options

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import logging
 
-from trainers.common.progress import ProgressAwareHandler, ProgressBar
+from trainers.common.bookkeeping.progress import ProgressAwareHandler, ProgressBar
 
 
 class _Terminal(io.StringIO):

@@ -34,9 +34,10 @@ from process_utils import python_path_with
 from trainer_scenes import SCENE, SCENE_FOLDER
 from trainer_test_support import ppo_behavior, ppo_trainer, random_outcome
 
-from trainers.common.buffers import Rollout, RolloutBuffer
+from trainers.common.buffers.experience import Rollout, RolloutBuffer
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.env_manager import BehaviorStep, EnvManager, PolicyDecision
+from trainers.contract import BehaviorStep, PolicyDecision
+from trainers.env_manager import EnvManager
 from trainers.ppo.trainer import PPOTrainer, _UpdateData
 from unity_gym.pettingzoo import parallel_env
 

@@ -19,8 +19,8 @@ from trainer_test_support import (
     tensorboard_scalars,
 )
 
-from trainers.common.buffers import RolloutBuffer
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.buffers.experience import RolloutBuffer
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.reward_signals import CuriositySignal, RNDSignal, SignalBatch
 from trainers.settings import (

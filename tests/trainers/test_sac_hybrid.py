@@ -24,8 +24,8 @@ from gymnasium import spaces
 from trainer_test_support import RunTrain, sac_behavior, tensorboard_scalars
 
 import unity_gym.vector  # noqa: F401  (a broken import fails the module, never skips it)
+from trainers.common.bookkeeping.stats import StatsReporter
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import StatsReporter
 from trainers.common.trainer import TrainerContext
 from trainers.sac.trainer import SACTrainer
 from trainers.settings import parse_run_options

@@ -22,11 +22,11 @@ import yaml
 from gymnasium import spaces
 from trainer_test_support import RunTrain, random_outcome, sac_behavior
 
-from trainers.common.buffers import SequenceReplayBuffer
+from trainers.common.bookkeeping.stats import StatsReporter
+from trainers.common.buffers.experience import SequenceReplayBuffer
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import StatsReporter
 from trainers.common.trainer import CheckpointMismatchError, TrainerContext
-from trainers.env_manager import BehaviorStep
+from trainers.contract import BehaviorStep
 from trainers.sac.trainer import SACTrainer, _SequenceInputs
 from trainers.settings import parse_run_options
 
@@ -90,7 +90,7 @@ def _play(trainer: SACTrainer, steps: int, seed: int = 0) -> list[dict[str, Any]
     record = []
     for t in range(steps):
         step = BehaviorStep.first(observations, None)
-        memory = trainer._slot_memories(step).copy()
+        memory = trainer.acting.memories(step.group, len(step.valid)).copy()
         with torch.no_grad():
             dist, _ = trainer.policy.act(
                 [torch.as_tensor(observations[0])], None, torch.as_tensor(memory)
@@ -269,9 +269,9 @@ def test_interrupted_episodes_clear_memories_and_end_open_sequences(tmp_path: Pa
     _play(trainer, 2)
     replay = trainer.replay
     assert isinstance(replay, SequenceReplayBuffer) and replay.num_sequences == 0
-    assert trainer._memories[0].any()
+    assert trainer.acting.memories(0, SLOTS).any()
     trainer.interrupt_episodes(0)
-    assert not trainer._memories[0].any()
+    assert not trainer.acting.memories(0, SLOTS).any()
     assert replay.num_sequences == SLOTS
     assert replay.state()["real"].sum(axis=1).tolist() == [2] * SLOTS
 

@@ -14,9 +14,9 @@ import torch
 from gymnasium import spaces
 from trainer_test_support import RunTrain, adam_steps, sac_behavior, tensorboard_scalars
 
-from trainers.common.checkpoints import load_checkpoint
+from trainers.common.bookkeeping.stats import StatsReporter
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import StatsReporter
 from trainers.common.trainer import TrainerContext
 from trainers.reward_signals import CuriositySignal, RNDSignal
 from trainers.sac.trainer import REPLAY_FILE, SACTrainer

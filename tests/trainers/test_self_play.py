@@ -21,9 +21,9 @@ from gymnasium import spaces
 from trainer_test_support import RunTrain, ppo_behavior, ppo_trainer, tensorboard_scalars
 
 from benchmarks.policy_eval import OnnxPolicy, play_against_random
-from trainers.common.checkpoints import load_checkpoint, save_checkpoint
+from trainers.common.checkpoints.files import load_checkpoint, save_checkpoint
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.env_manager import BehaviorStep
+from trainers.contract import BehaviorStep
 from trainers.ghost import (
     SELF_PLAY_STATE_KEY,
     GhostController,

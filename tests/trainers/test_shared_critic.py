@@ -18,9 +18,9 @@ from gymnasium import spaces
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from trainer_test_support import RunTrain, ppo_behavior, ppo_trainer
 
-from trainers.common.buffers import Rollout
-from trainers.common.checkpoints import load_checkpoint
-from trainers.common.networks import PolicyNetwork, build_normalizer
+from trainers.common.buffers.experience import Rollout
+from trainers.common.checkpoints.files import load_checkpoint
+from trainers.common.networks.models import PolicyNetwork, build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.ppo.trainer import PPOTrainer
 from trainers.settings import ConfigError, NetworkSettings, parse_run_options

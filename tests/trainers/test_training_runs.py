@@ -15,8 +15,8 @@ from gymnasium import spaces
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 
-from trainers.common.checkpoints import load_checkpoint
-from trainers.common.networks import PolicyNetwork, build_normalizer
+from trainers.common.checkpoints.files import load_checkpoint
+from trainers.common.networks.models import PolicyNetwork, build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.envs import EMBEDDED_DEFAULT_SCENE, make_training_env
 from trainers.settings import NetworkSettings, load_config_file, parse_run_options

@@ -16,7 +16,7 @@ import pytest
 import torch
 from trainer_test_support import RunTrain, ppo_behavior
 
-from trainers.common.update_threads import (
+from trainers.common.optimization.update_threads import (
     FIRST_TRIAL,
     INITIAL_BACKOFF,
     MAX_BACKOFF,

@@ -16,10 +16,10 @@ import numpy as np
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from trainers.common.bookkeeping.stats import StatsReporter
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import StatsReporter
 from trainers.common.trainer import TrainerContext
-from trainers.env_manager import BehaviorStep
+from trainers.contract import BehaviorStep
 from trainers.ppo.trainer import PPOTrainer
 from trainers.settings import parse_run_options
 

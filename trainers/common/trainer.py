@@ -8,7 +8,7 @@ class owns what they share:
   stepping. Networks are guarded by :attr:`Trainer.model_lock`, taken per forward pass when
   acting and per gradient step when learning, so acting interleaves with an update;
 * summaries every ``summary_freq`` steps and checkpoints every ``checkpoint_interval`` steps
-  (atomic files; see :mod:`trainers.common.checkpoints`);
+  (atomic files; see :mod:`trainers.common.checkpoints.files`);
 * checkpoint state: module and optimizer state dicts plus counters, loadable with
   ``torch.load(weights_only=True)``.
 """
@@ -30,14 +30,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.checkpoints import CheckpointManager
-from trainers.common.networks import PolicyNetwork
-from trainers.common.onnx_export import export_policy
-from trainers.common.precision import update_precision
+from trainers.common.bookkeeping.stats import StatsReporter
+from trainers.common.checkpoints.files import CheckpointManager
+from trainers.common.checkpoints.onnx_export import export_policy
+from trainers.common.networks.models import PolicyNetwork
+from trainers.common.networks.precision import update_precision
+from trainers.common.optimization.update_threads import UpdateThreadGovernor
 from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.stats import StatsReporter
-from trainers.common.update_threads import UpdateThreadGovernor
-from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.settings import ConfigError, Precision, TrainerSettings
 from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
 
@@ -105,9 +105,9 @@ class TrainerContext:
         artifact_dir: ``<run>/<behavior>``: event files and checkpoints.
         checkpoints: ``None`` in inference mode (nothing is saved).
         update_threads: the most torch threads an update taken while the environment is idle
-            may use (see :mod:`trainers.common.update_threads`); 1 keeps every update on the
-            current thread count.
-        precision: the precision updates run in (:mod:`trainers.common.precision`).
+            may use (see :mod:`trainers.common.optimization.update_threads`); 1 keeps every update
+            on the current thread count.
+        precision: the precision updates run in (:mod:`trainers.common.networks.precision`).
     """
 
     behavior_name: str

@@ -49,9 +49,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.networks import PolicyNetwork
+from trainers.common.networks.acting import ActingPolicy
+from trainers.common.networks.models import PolicyNetwork
 from trainers.common.trainer import CheckpointMismatchError, Trainer
-from trainers.env_manager import BehaviorStep, PolicyDecision, join_steps
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.ghost.controller import GhostController
 from trainers.ghost.elo import game_result
 from trainers.settings import SelfPlaySettings
@@ -117,15 +118,22 @@ class GhostTrainer(Trainer):
         self.current_opponent = 0
         policy = trainer.policy
         self._opponents: dict[int, PolicyNetwork] = {}
+        #: Each opponent team's snapshot acting for its slots, with their memories.
+        self._opponent_acting: dict[int, ActingPolicy] = {}
         for team in self.teams:
             opponent = copy.deepcopy(policy)
             opponent.requires_grad_(False)
             opponent.eval()
             self._opponents[team] = opponent
+            self._opponent_acting[team] = ActingPolicy(
+                opponent,
+                self.context.observation_layout,
+                trainer.device,
+                deterministic=self.settings.network_settings.deterministic,
+            )
         self._learning_rows: dict[int, np.ndarray] = {}  # group -> learning slots at decision
         self._groups: set[int] = set()
         self._interrupt_after_outcome: set[int] = set()
-        self._opponent_memories: dict[int, np.ndarray] = {}
         self._rated_since_summary = False
         self._reset_window()
 
@@ -256,54 +264,16 @@ class GhostTrainer(Trainer):
     ) -> None:
         """Fill the ``rows`` of each ``(step, rows, decision)`` of ``parts`` with the actions of
         ``team``'s snapshot policy (one forward pass over all of them)."""
-        policy = self._opponents[team]
-        trainer = self.trainer
-        picked = join_steps(
-            [
-                BehaviorStep.first(
-                    [entry[rows] for entry in step.observations],
-                    None if step.action_mask is None else step.action_mask[rows],
-                )
-                for step, rows, _ in parts
-            ]
+        actions = self._opponent_acting[team].act(
+            [step for step, _, _ in parts], [rows for _, rows, _ in parts]
         )
-        sizes = [len(rows) for _, rows, _ in parts]
-        with torch.no_grad():
-            observations = trainer.tensors(picked.observations)
-            mask = trainer.mask_tensor(picked.action_mask)
-            if policy.memory_size:
-                memories = [self._memories_of(step, policy.memory_size) for step, _, _ in parts]
-                before = np.concatenate(
-                    [held[rows] for held, (_, rows, _) in zip(memories, parts, strict=True)]
-                )
-                dist, after = policy.act(
-                    observations, mask, torch.as_tensor(before, device=trainer.device)
-                )
-                for held, (_, rows, _), new in zip(
-                    memories, parts, _split(after.cpu().numpy(), sizes), strict=True
-                ):
-                    held[rows] = new
-            else:
-                dist = policy(observations, mask)
-            deterministic = self.settings.network_settings.deterministic
-            raw, chosen = dist.deterministic() if deterministic else dist.sample()
-            continuous = None if raw is None else dist.env_continuous(raw).cpu().numpy()
-            discrete = None if chosen is None else chosen.cpu().numpy()
-        for actions, field in ((continuous, "continuous"), (discrete, "discrete")):
-            if actions is None:
-                continue
-            for (_, rows, decision), piece in zip(parts, _split(actions, sizes), strict=True):
-                target = getattr(decision, field)
-                if target is not None:
-                    target[rows] = piece
-
-    def _memories_of(self, step: BehaviorStep, size: int) -> np.ndarray:
-        """The opponents' memories of ``step``'s group (one row per slot; zeros at first)."""
-        memories = self._opponent_memories.get(step.group)
-        if memories is None or len(memories) != len(step.valid):
-            memories = np.zeros((len(step.valid), size), dtype=np.float32)
-            self._opponent_memories[step.group] = memories
-        return memories
+        for index, (_, rows, decision) in enumerate(parts):
+            for piece, target in (
+                (actions.continuous, decision.continuous),
+                (actions.discrete, decision.discrete),
+            ):
+                if piece is not None and target is not None:
+                    target[rows] = piece[actions.part(index)]
 
     def observe(self, step: BehaviorStep) -> None:
         """Rate the learning team's finished episodes, count the other teams' steps as ghost
@@ -324,9 +294,8 @@ class GhostTrainer(Trainer):
         self.trainer.observe(
             dataclasses.replace(step, valid=step.valid & learning, episodes=episodes)
         )
-        memories = self._opponent_memories.get(step.group)
-        if memories is not None and len(memories) == len(step.done):
-            memories[step.done] = 0.0
+        for acting in self._opponent_acting.values():
+            acting.observe(step)
         if step.group in self._interrupt_after_outcome:
             self._interrupt_after_outcome.discard(step.group)
             self.trainer.interrupt_episodes(step.group)
@@ -334,9 +303,8 @@ class GhostTrainer(Trainer):
     def interrupt_episodes(self, group: int) -> None:
         """The wrapped trainer's episodes of ``group`` end truncated; opponent memories reset."""
         self.trainer.interrupt_episodes(group)
-        memories = self._opponent_memories.get(group)
-        if memories is not None:
-            memories[:] = 0.0
+        for acting in self._opponent_acting.values():
+            acting.clear(group)
 
     def _teams_of(self, step: BehaviorStep) -> np.ndarray:
         if step.slots is not None:
@@ -546,8 +514,3 @@ class GhostTrainer(Trainer):
                 self.controller.teams,
             )
         self.learning_team = self.controller.learning_team
-
-
-def _split(array: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
-    """``array``'s leading rows cut into consecutive pieces of ``sizes``."""
-    return np.split(array, np.cumsum(sizes)[:-1])

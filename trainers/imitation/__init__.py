@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainers.common.networks import PolicyNetwork
+from trainers.common.networks.models import PolicyNetwork
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.imitation.behavioral_cloning import (
     DEFAULT_NUM_EPOCH,

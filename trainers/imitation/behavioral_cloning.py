@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from trainers.common.networks import PolicyNetwork
+from trainers.common.networks.models import PolicyNetwork
 from trainers.common.spaces import ObservationLayout
 from trainers.imitation.demonstrations import Demonstrations
 from trainers.settings import BehavioralCloningSettings

@@ -26,19 +26,16 @@ import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from trainers.common.buffers.batches import SignalBatch
 from trainers.common.spaces import ActionLayout, ObservationEntry, ObservationLayout
 from trainers.settings import ConfigError
 from unity_gym.base_env import BehaviorSpec
 from unity_gym.demo import Demonstration, read_demonstration
 from unity_gym.spaces import FLAT_VECTOR_KEY, ObservationAdapter, VisualLayout
-
-if TYPE_CHECKING:
-    from trainers.reward_signals.base import SignalBatch
 
 __all__ = ["Demonstrations", "demo_files", "load_demonstrations"]
 
@@ -73,9 +70,6 @@ class Demonstrations:
     ) -> SignalBatch:
         """The steps ``rows`` in network format, as a :class:`SignalBatch` (zero rewards, no
         next observations)."""
-        # imported here: the reward signals package imports this module (GAIL)
-        from trainers.reward_signals.base import SignalBatch
-
         observations = layout.to_tensors([entry[rows] for entry in self.observations], device)
         return SignalBatch(
             observations=observations,

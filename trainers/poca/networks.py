@@ -7,7 +7,7 @@ encoded observations of all present members (self included); the *baseline* of a
 over its own encoded observation and its teammates' encoded observations each concatenated
 with that teammate's action (continuous actions, then one-hot discrete branches). Observation
 entities and observation-action entities have their own entity embedding (``hidden_units``
-wide); one residual self-attention block (:mod:`trainers.common.attention`) pools them; a
+wide); one residual self-attention block (:mod:`trainers.common.networks.attention`) pools them; a
 ``num_layers`` x ``hidden_units`` body follows (its weights scaled by
 ``sqrt(0.125 / hidden_units)``); the heads read the body's output plus the number of present
 members scaled to ``[-1, 1]`` by the largest number seen so far (``2 * count / max - 1``). One
@@ -22,10 +22,10 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from trainers.common.attention import EntityEmbedding, ResidualSelfAttention, clear_absent
-from trainers.common.networks import Body, ObservationEncoder, _value_head
-from trainers.common.normalizer import ObservationNormalizer
-from trainers.common.precision import heads_in_float32
+from trainers.common.networks.attention import EntityEmbedding, ResidualSelfAttention, clear_absent
+from trainers.common.networks.models import Body, ObservationEncoder, _value_head
+from trainers.common.networks.normalizer import ObservationNormalizer
+from trainers.common.networks.precision import heads_in_float32
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.settings import NetworkSettings
 

@@ -32,10 +32,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.buffers import Rollout, generalized_advantages
-from trainers.common.stats import GROUP_CUMULATIVE_REWARD
+from trainers.common.bookkeeping.stats import GROUP_CUMULATIVE_REWARD
+from trainers.common.buffers.experience import Rollout, generalized_advantages
 from trainers.common.trainer import Trainer, TrainerContext
-from trainers.env_manager import BehaviorStep, PolicyDecision
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.poca.groups import (
     GroupLayout,
     credit_early_finishers,

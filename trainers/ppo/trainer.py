@@ -34,16 +34,17 @@ the policy.
 
 With ``network_settings.memory`` policy and critic each have an LSTM after the body (ML-Agents'
 recurrent networks; with ``shared_critic`` they share the policy's). Acting carries every slot's
-memory from step to step, reset to zeros when its episode ends, and records the memory before
-each step; a step whose action the environment ignored (``valid`` false) leaves the memory as it
-was before it (in ML-Agents an agent that does not ask for a decision does not run the policy,
-and one whose episode ended starts the next with zeros: ``AgentProcessor`` removes its memories).
-As in ML-Agents, a rollout holds whole trajectories: a slot's trajectory still open when the
-rollout closes goes to the next one (``RolloutBuffer.carry_open``), so the only cuts are episode
-ends and ``time_horizon``. When the rollout closes, the critic runs over each slot's steps in
-order (its memory carried across rollouts, reset at episode ends, unchanged by ignored steps;
-ML-Agents' ``TorchOptimizer.get_trajectory_value_estimates``) for the values, recording its
-memory before each step. The update then trains on sequences (:mod:`trainers.common.sequences`):
+memory from step to step (:class:`~trainers.common.networks.acting.ActingPolicy`), reset to
+zeros when its episode ends, and records the memory before each step; a step whose action the
+environment ignored (``valid`` false) leaves the memory as it was before it (in ML-Agents an
+agent that does not ask for a decision does not run the policy, and one whose episode ended
+starts the next with zeros: ``AgentProcessor`` removes its memories). As in ML-Agents, a rollout
+holds whole trajectories: a slot's trajectory still open when the rollout closes goes to the
+next one (``RolloutBuffer.carry_open``), so the only cuts are episode ends and ``time_horizon``.
+When the rollout closes, the critic runs over each slot's steps in order (its memory carried
+across rollouts, reset at episode ends, unchanged by ignored steps; ML-Agents'
+``TorchOptimizer.get_trajectory_value_estimates``) for the values, recording its memory before
+each step. The update then trains on sequences (:mod:`trainers.common.buffers.sequences`):
 ``batch_size // sequence_length`` sequences per minibatch (ML-Agents' ``n_sequences``), each
 starting from the memories recorded at its first step (ML-Agents' ``TorchPPOOptimizer.update``
 takes ``memory`` and ``critic_memory`` at each sequence's first step), padded steps masked out of
@@ -61,26 +62,27 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.buffers import Rollout, RolloutBuffer, assign_values, generalized_advantages
-from trainers.common.distributions import ActionDistribution
-from trainers.common.networks import (
-    PolicyNetwork,
+from trainers.assembly import PolicyTrainer
+from trainers.common.buffers.experience import (
+    Rollout,
+    RolloutBuffer,
+    assign_values,
+    generalized_advantages,
+)
+from trainers.common.buffers.sequences import Sequences, cut_sequences, join_sequences
+from trainers.common.networks.distributions import ActionDistribution
+from trainers.common.networks.models import (
     StackedBodies,
     ValueNetwork,
     body_stacks,
-    build_normalizer,
     make_adam,
     share_policy_body,
 )
-from trainers.common.schedules import Schedule
-from trainers.common.sequences import Sequences, cut_sequences, join_sequences
-from trainers.common.trainer import Trainer, TrainerContext
-from trainers.env_manager import BehaviorStep, PolicyDecision, join_steps
-from trainers.imitation import build_behavioral_cloning
+from trainers.common.optimization.schedules import Schedule
+from trainers.common.trainer import TrainerContext
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.reward_signals import (
-    RewardSignal,
     SignalBatch,
-    create_signals,
     signal_modules,
     signal_optimizers,
 )
@@ -99,7 +101,7 @@ MIN_EPSILON = 0.1
 MIN_BETA = 1e-5
 
 
-class PPOTrainer(Trainer):
+class PPOTrainer(PolicyTrainer):
     """PPO for one behavior (see the module docstring)."""
 
     trainer_type = "ppo"
@@ -112,34 +114,8 @@ class PPOTrainer(Trainer):
         assert isinstance(hyper, PPOHyperparameters)
         self.hyper = hyper
         net = self.settings.network_settings
-        layout = context.observation_layout
-        self.normalizer = build_normalizer(layout, net.normalize)
-        self.policy = PolicyNetwork(
-            layout, context.action_layout, net, self.normalizer, squash=False
-        ).to(self.device)
-        #: The reward signals, extrinsic first (value head ``j`` values signal ``j``).
-        self.signals: list[RewardSignal] = create_signals(
-            self.settings.reward_signals,
-            layout,
-            context.action_layout,
-            self.device,
-            behavior_name=self.behavior_name,
-            path=f"behaviors.{self.behavior_name}.reward_signals",
-        )
-        self.intrinsic = self.signals[1:]
-        #: Behavioral cloning after every update (``None`` without ``behavioral_cloning``).
-        self.cloning = build_behavioral_cloning(
-            self.settings,
-            self.policy,
-            layout,
-            context.action_layout,
-            behavior_name=self.behavior_name,
-            learning_rate=hyper.learning_rate,
-            batch_size=hyper.batch_size,
-            device=self.device,
-            rng=self.rng,
-            lock=self.model_lock,
-        )
+        self.assemble_policy(squash=False)
+        self.assemble_cloning(learning_rate=hyper.learning_rate, batch_size=hyper.batch_size)
         critic = self._build_critic()
         self.parameters = [*self.policy.parameters(), *critic.parameters()]
         self.recurrent = net.memory is not None
@@ -164,11 +140,6 @@ class PPOTrainer(Trainer):
         self.deterministic = net.deterministic
         #: Steps per training sequence (1 without memory).
         self.sequence_length = net.memory.sequence_length if net.memory is not None else 1
-        #: Per slot group: the policy's memory of every slot before its next decision.
-        self._memories: dict[int, np.ndarray] = {}
-        #: Per slot group: the policy's memory of every slot before its last decision (what an
-        #: ignored decision leaves it at).
-        self._memories_before: dict[int, np.ndarray] = {}
         #: Per slot group: the critic's memory of every slot before the next rollout's first step.
         self._critic_memories: dict[int, np.ndarray] = {}
         # a recurrent critic values final observations when the rollout closes: keep them
@@ -250,37 +221,12 @@ class PPOTrainer(Trainer):
         if not steps:
             return []
         recording = self.training and not self.is_done  # past max_steps: act, record nothing
-        joined = join_steps(steps)
-        memories = new_memories = None
-        if self.recurrent:
-            memories = np.concatenate([self._slot_memories(step) for step in steps])
-        with self.model_lock, torch.no_grad():
-            observations = self.tensors(joined.observations)
-            mask = self.mask_tensor(joined.action_mask)
-            if memories is not None:
-                dist, after = self.policy.act(
-                    observations, mask, torch.as_tensor(memories, device=self.device)
-                )
-                new_memories = after.cpu().numpy()
-            else:
-                dist = self.policy(observations, mask)
-            raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
-            log_probs = dist.log_probs(raw, discrete) if recording else None
-            env_continuous = dist.env_continuous(raw) if raw is not None else None
-        raw_np = raw.cpu().numpy() if raw is not None else None
-        discrete_np = discrete.cpu().numpy() if discrete is not None else None
-        continuous_np = env_continuous.cpu().numpy() if env_continuous is not None else None
-        log_probs_np = log_probs.cpu().numpy() if log_probs is not None else None
+        actions = self.acting.act(steps, log_probs=recording)
         decisions = []
-        start = 0
-        for step in steps:
-            rows = slice(start, start + len(step.valid))
-            start = rows.stop
-            if new_memories is not None and memories is not None:
-                self._memories[step.group] = new_memories[rows]
-                self._memories_before[step.group] = memories[rows]
+        for index, step in enumerate(steps):
+            rows = actions.part(index)
             if recording:
-                assert log_probs_np is not None
+                assert actions.log_probs is not None
                 buffer = self.buffers.get(step.group)
                 if buffer is None:
                     buffer = RolloutBuffer(
@@ -289,32 +235,21 @@ class PPOTrainer(Trainer):
                     self.buffers[step.group] = buffer
                 buffer.add_decision(
                     step.observations,
-                    _pick(raw_np, rows),
-                    _pick(discrete_np, rows),
+                    _pick(actions.raw, rows),
+                    _pick(actions.discrete, rows),
                     step.action_mask,
-                    log_probs_np[rows],
-                    _pick(memories, rows),
+                    actions.log_probs[rows],
+                    _pick(actions.memories, rows),
                 )
-            decisions.append(PolicyDecision(_pick(continuous_np, rows), _pick(discrete_np, rows)))
+            decisions.append(
+                PolicyDecision(_pick(actions.continuous, rows), _pick(actions.discrete, rows))
+            )
         return decisions
-
-    def _slot_memories(self, step: BehaviorStep) -> np.ndarray:
-        """The policy's memories of ``step``'s slots (zeros for a group not seen before)."""
-        memories = self._memories.get(step.group)
-        if memories is None or len(memories) != len(step.valid):
-            memories = np.zeros((len(step.valid), self.policy.memory_size), dtype=np.float32)
-        return memories
 
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
         self.record_episodes(step)
-        memories = self._memories.get(step.group)
-        before = self._memories_before.pop(step.group, None)
-        if memories is not None and len(memories) == len(step.done):
-            if before is not None and len(before) == len(memories):
-                ignored = ~step.valid  # the decision did not happen: nor did its memory
-                memories[ignored] = before[ignored]
-            memories[step.done] = 0.0  # the next decision starts a new episode
+        self.acting.observe(step)
         buffer = self.buffers.get(step.group)
         if buffer is None or not buffer.awaiting_outcome:  # the decision was not recorded
             return
@@ -346,10 +281,7 @@ class PPOTrainer(Trainer):
     def interrupt_episodes(self, group: int) -> None:
         """End the group's episodes truncated at the last outcome (bootstrapping from the
         current observations) and, with memory, clear the slots' memories."""
-        memories = self._memories.get(group)
-        if memories is not None:
-            memories[:] = 0.0
-        self._memories_before.pop(group, None)
+        self.acting.clear(group)
         buffer = self.buffers.get(group)
         observations = self._last_observations.get(group)
         if buffer is None or observations is None or buffer.awaiting_outcome:

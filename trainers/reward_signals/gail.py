@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainers.common.networks import Body, ObservationEncoder, build_normalizer
+from trainers.common.networks.models import Body, ObservationEncoder, build_normalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.imitation.demonstrations import Demonstrations, load_demonstrations
 from trainers.reward_signals.base import RewardSignal, SignalBatch

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from trainers.common.networks import Body, ObservationEncoder, build_normalizer
+from trainers.common.networks.models import Body, ObservationEncoder, build_normalizer
 from trainers.common.spaces import ObservationLayout
 from trainers.reward_signals.base import SignalBatch
 from trainers.settings import NetworkSettings

@@ -54,8 +54,10 @@ algorithm above.
 With ``network_settings.memory`` (a recurrent policy; facts from ML-Agents' SAC: its optimizer's
 ``update``, its trainer and ``buffer.sample_mini_batch``): the policy and both Q networks (and
 their targets) have an LSTM after the body. Acting carries every slot's policy memory from step
-to step, reset to zeros where its episode ended (or its step was ignored: a new episode starts),
-and cleared by :meth:`SACTrainer.interrupt_episodes`. The replay holds sequences of
+to step (:class:`~trainers.common.networks.acting.ActingPolicy`, shared with PPO, POCA and the ghost
+trainer), reset to zeros where its episode ended, left as it was before a step whose action the
+environment ignored (after an ended episode: zeros), and cleared by
+:meth:`SACTrainer.interrupt_episodes`. The replay holds sequences of
 ``sequence_length`` consecutive steps of one agent (:class:`SequenceReplayBuffer`), each with
 the policy's memory before its first step, padded at the end where an episode ended sooner; an
 update samples ``batch_size // sequence_length`` of them. The policy reads each sampled sequence
@@ -82,24 +84,21 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from trainers.common.buffers import ReplayBuffer, SequenceReplayBuffer
-from trainers.common.checkpoints import atomic_write
-from trainers.common.distributions import ActionDistribution
-from trainers.common.networks import (
+from trainers.assembly import PolicyTrainer
+from trainers.common.buffers.experience import ReplayBuffer, SequenceReplayBuffer
+from trainers.common.checkpoints.files import atomic_write
+from trainers.common.networks.distributions import ActionDistribution
+from trainers.common.networks.models import (
     PolicyNetwork,
     QNetwork,
-    build_normalizer,
     make_adam,
     polyak_update,
 )
-from trainers.common.schedules import Schedule
-from trainers.common.trainer import CheckpointMismatchError, Trainer, TrainerContext
-from trainers.env_manager import BehaviorStep, PolicyDecision
-from trainers.imitation import build_behavioral_cloning
+from trainers.common.optimization.schedules import Schedule
+from trainers.common.trainer import CheckpointMismatchError, TrainerContext
+from trainers.contract import BehaviorStep, PolicyDecision
 from trainers.reward_signals import (
-    RewardSignal,
     SignalBatch,
-    create_signals,
     signal_modules,
     signal_optimizers,
 )
@@ -245,7 +244,7 @@ class _SequenceInputs:
         return network.sequences(observations, rows, self.q_memories)[self.index]
 
 
-class SACTrainer(Trainer):
+class SACTrainer(PolicyTrainer):
     """SAC for one behavior (see the module docstring)."""
 
     trainer_type = "sac"
@@ -262,13 +261,7 @@ class SACTrainer(Trainer):
         net = self.settings.network_settings
         layout = context.observation_layout
         device = self.device
-        self.normalizer = build_normalizer(layout, net.normalize)
-        self.policy = PolicyNetwork(layout, actions, net, self.normalizer, squash=True).to(device)
-        #: The reward signals, extrinsic first (Q stream ``j`` values signal ``j``).
-        self.signals: list[RewardSignal] = create_signals(
-            self.settings.reward_signals, layout, actions, device
-        )
-        self.intrinsic = self.signals[1:]
+        self.assemble_policy(squash=True)
         streams = len(self.signals)
         self.q1, self.q2, self.q1_target, self.q2_target = (
             QNetwork(layout, actions, net, self.normalizer, streams=streams).to(device)
@@ -302,18 +295,7 @@ class SACTrainer(Trainer):
         self.q_optimizer = make_adam(self.q_parameters, lr)
         self.alpha_optimizer = make_adam([self.log_alpha], lr)
         #: Behavioral cloning after every round of updates (``None`` without it).
-        self.cloning = build_behavioral_cloning(
-            self.settings,
-            self.policy,
-            layout,
-            actions,
-            behavior_name=self.behavior_name,
-            learning_rate=lr,
-            batch_size=hyper.batch_size,
-            device=device,
-            rng=self.rng,
-            lock=self.model_lock,
-        )
+        self.assemble_cloning(learning_rate=lr, batch_size=hyper.batch_size)
         self.learning_rate = Schedule(
             hyper.learning_rate_schedule, lr, MIN_LEARNING_RATE, self.settings.max_steps
         )
@@ -334,8 +316,6 @@ class SACTrainer(Trainer):
             self.replay = SequenceReplayBuffer(hyper.buffer_size, net.memory.sequence_length)
         else:
             self.replay = ReplayBuffer(hyper.buffer_size)
-        #: Per slot group: the policy's memory of every slot before its next decision.
-        self._memories: dict[int, np.ndarray] = {}
         # The last decision of each slot group (see BehaviorStep.group), until its outcome.
         self._pending_decisions: dict[int, dict[str, Any]] = {}
         self.num_entries = len(layout.entries)
@@ -447,46 +427,22 @@ class SACTrainer(Trainer):
     # -- acting ----------------------------------------------------------------------------
 
     def decide(self, step: BehaviorStep) -> PolicyDecision:
-        memories = None
-        with self.model_lock, torch.no_grad():
-            observations = self.tensors(step.observations)
-            mask = self.mask_tensor(step.action_mask)
-            if self.recurrent:
-                memories = self._slot_memories(step)
-                dist, after = self.policy.act(
-                    observations, mask, torch.as_tensor(memories, device=self.device)
-                )
-                self._memories[step.group] = after.cpu().numpy()
-            else:
-                dist = self.policy(observations, mask)
-            raw, discrete = dist.deterministic() if self.deterministic else dist.sample()
-            continuous = dist.env_continuous(raw) if raw is not None else None
-        continuous_np = continuous.cpu().numpy() if continuous is not None else None
-        discrete_np = discrete.cpu().numpy() if discrete is not None else None
+        actions = self.acting.act([step])
         if self.training and not self.is_done:  # past max_steps: act, record nothing
             self._pending_decisions[step.group] = {
                 "observations": step.observations,
                 "mask": step.action_mask,
-                "continuous": continuous_np,
-                "discrete": discrete_np,
-                "memories": memories,
+                "continuous": actions.continuous,
+                "discrete": actions.discrete,
+                "memories": actions.memories,
             }
-        return PolicyDecision(continuous_np, discrete_np)
-
-    def _slot_memories(self, step: BehaviorStep) -> np.ndarray:
-        """The policy's memories of ``step``'s slots (zeros for a group not seen before)."""
-        memories = self._memories.get(step.group)
-        if memories is None or len(memories) != len(step.valid):
-            memories = np.zeros((len(step.valid), self.policy.memory_size), dtype=np.float32)
-        return memories
+        return PolicyDecision(actions.continuous, actions.discrete)
 
     def interrupt_episodes(self, group: int) -> None:
         """With memory: clear the group's memories and end its open replay sequences (the
         episodes restart). Without memory there is nothing to do (truncated transitions
         bootstrap from their final observation)."""
-        memories = self._memories.get(group)
-        if memories is not None:
-            memories[:] = 0.0
+        self.acting.clear(group)
         if isinstance(self.replay, SequenceReplayBuffer):
             with self.model_lock:
                 self.replay.close(group)
@@ -494,9 +450,7 @@ class SACTrainer(Trainer):
     def observe(self, step: BehaviorStep) -> None:
         self.step += int(step.valid.sum())
         self.record_episodes(step)
-        memories = self._memories.get(step.group)
-        if memories is not None and len(memories) == len(step.done):
-            memories[step.done | ~step.valid] = 0.0  # the next decision starts a new episode
+        self.acting.observe(step)
         decision = self._pending_decisions.pop(step.group, None)
         if not self.training or decision is None:
             return

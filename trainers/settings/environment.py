@@ -26,7 +26,7 @@ logger = logging.getLogger("trainers.settings")
 
 BackendType = Literal["subprocess", "inprocess", "ray"]
 Precision = Literal["float32", "bf16-mixed"]
-"""``torch_settings.precision``: see :mod:`trainers.common.precision`."""
+"""``torch_settings.precision``: see :mod:`trainers.common.networks.precision`."""
 
 
 @dataclass
@@ -40,6 +40,10 @@ class EnvironmentSettings:
     ``None`` (unlike ML-Agents' fixed 5005) lets every game pick a free port, and makes the Editor
     connect on 5004 (ML-Agents always uses 5004 for the Editor; here ``base_port`` may choose
     another port).
+
+    ``num_envs`` is how many environment instances run, as ``mlagents-learn``'s ``--num-envs``:
+    Unity game processes (every agent of each is trained), or copies of a Gymnasium environment.
+    It never counts agents (a vector env's slots).
 
     The Editor is one game: ``num_envs`` above 1 is an error, as in ML-Agents 1.1.0, whose
     ``EnvironmentSettings`` refuses ``num_envs > 1`` when ``env_path`` is not set ("num_envs must
@@ -224,7 +228,7 @@ class TorchSettings:
     """Torch device (``cpu``, ``cuda``, ``cuda:1``, ...); ``None`` picks the CPU.
 
     ``precision`` (an extension of this project): ``float32``, or ``bf16-mixed`` for updates
-    whose matrix products take bfloat16 inputs (:mod:`trainers.common.precision`).
+    whose matrix products take bfloat16 inputs (:mod:`trainers.common.networks.precision`).
     """
 
     device: str | None = None

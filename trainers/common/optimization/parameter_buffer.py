@@ -4,8 +4,8 @@ A trainer's networks have a dozen small parameter tensors; an optimizer step ove
 dozen kernel launches per operation, which dominates on small networks. :class:`ParameterBuffer`
 moves the parameters (and their gradients) into one flat data tensor and one flat gradient
 tensor, so an optimizer can update everything with a handful of whole-buffer operations
-(:class:`~trainers.common.flat_adam.FlatAdam`). Every parameter keeps its identity, shape and
-module, so module state dicts, checkpoints and ONNX export do not change.
+(:class:`~trainers.common.optimization.flat_adam.FlatAdam`). Every parameter keeps its identity,
+shape and module, so module state dicts, checkpoints and ONNX export do not change.
 
 Groups of same-shaped parameters (the same layer of two networks) can be laid out one after
 another and exposed as one stacked leaf tensor (:meth:`ParameterBuffer.stacked`): a batched

@@ -2,10 +2,10 @@
 
 Every network encodes its inputs the same way (:class:`ObservationEncoder`): vector entries are
 (optionally) normalized by the trainer's shared :class:`ObservationNormalizer` and concatenated;
-image entries go through the ``vis_encode_type`` encoder of :mod:`trainers.common.encoders`
+image entries go through the ``vis_encode_type`` encoder of :mod:`trainers.common.networks.encoders`
 producing ``hidden_units`` features. The encoding feeds an MLP of
 ``num_layers`` x ``hidden_units`` SiLU layers, then (with ``network_settings.memory``) an LSTM
-(:class:`~trainers.common.lstm.LSTMMemory`), then a head. Goal-signal entries
+(:class:`~trainers.common.networks.lstm.LSTMMemory`), then a head. Goal-signal entries
 (``ObservationEntry.goal``) are features too and, with ``goal_conditioning_type: hyper``
 (ML-Agents' default), also generate the weights of the last hidden layer (:class:`HyperLinear`).
 
@@ -25,13 +25,13 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from trainers.common.distributions import ActionDistribution, mask_logits
-from trainers.common.encoders import visual_encoder
-from trainers.common.flat_adam import FlatAdam
-from trainers.common.lstm import LSTMMemory
-from trainers.common.normalizer import ObservationNormalizer
-from trainers.common.parameter_buffer import ParameterBuffer
-from trainers.common.precision import heads_in_float32
+from trainers.common.networks.distributions import ActionDistribution, mask_logits
+from trainers.common.networks.encoders import visual_encoder
+from trainers.common.networks.lstm import LSTMMemory
+from trainers.common.networks.normalizer import ObservationNormalizer
+from trainers.common.networks.precision import heads_in_float32
+from trainers.common.optimization.flat_adam import FlatAdam
+from trainers.common.optimization.parameter_buffer import ParameterBuffer
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.settings import NetworkSettings
 

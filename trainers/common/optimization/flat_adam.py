@@ -1,4 +1,4 @@
-"""Adam over a :class:`~trainers.common.parameter_buffer.ParameterBuffer`.
+"""Adam over a :class:`~trainers.common.optimization.parameter_buffer.ParameterBuffer`.
 
 The arithmetic is ``torch.optim.Adam``'s (no weight decay, no AMSGrad), but a step is one
 fused kernel call over the whole buffer, without the per-parameter bookkeeping of
@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from trainers.common.parameter_buffer import ParameterBuffer
+from trainers.common.optimization.parameter_buffer import ParameterBuffer
 
 __all__ = ["FlatAdam"]
 

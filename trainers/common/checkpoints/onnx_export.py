@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from trainers.common.checkpoints import atomic_target
-from trainers.common.networks import PolicyNetwork
+from trainers.common.checkpoints.files import atomic_target
+from trainers.common.networks.models import PolicyNetwork
 from trainers.common.spaces import ObservationLayout
 
 __all__ = ["MODEL_API_VERSION", "ONNX_OPSET", "export_policy", "onnx_names"]
