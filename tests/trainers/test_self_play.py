@@ -163,6 +163,30 @@ def test_elo_is_rated_against_the_opponents_snapshot(tmp_path: Path) -> None:
     ghost.close()
 
 
+def test_interrupted_episodes_are_not_rated(tmp_path: Path) -> None:
+    """ML-Agents' ``GhostTrainer._process_trajectory`` rates a trajectory only when it is done
+    and not ``interrupted`` (a max-step time-out, a restarted game): such an episode is no
+    game, whatever its last reward (a shaping penalty would otherwise count as a loss)."""
+    ghost = _ghost(tmp_path)
+    rng = np.random.default_rng(4)
+    ghost.decide(_step(rng))
+    interrupted = _step(rng, rewards=[-0.5, 0.5, 0.0, 0.0], done=[False] * 4)
+    interrupted.truncated = np.ones(4, dtype=bool)  # every slot timed out
+    ghost.observe(interrupted)
+    assert ghost.policy_elos == [1000.0] * 3  # nobody rated: learner and snapshot unchanged
+    # both at once (terminated and truncated) is still an interruption, not a result
+    ghost.decide(_step(rng))
+    both = _step(rng, rewards=[1.0, -1.0, 1.0, -1.0], done=[True] * 4)
+    both.truncated = np.ones(4, dtype=bool)
+    ghost.observe(both)
+    assert ghost.policy_elos == [1000.0] * 3
+    # a terminal step with the same reward is a game: the learner loses to snapshot 0
+    ghost.decide(_step(rng))
+    ghost.observe(_step(rng, rewards=[-0.5, 0.5, 0.0, 0.0], done=[True, True, False, False]))
+    assert math.isclose(ghost.current_elo, 999.5) and math.isclose(ghost.policy_elos[0], 1000.5)
+    ghost.close()
+
+
 def test_only_the_learning_team_s_episodes_reach_the_statistics(tmp_path: Path) -> None:
     ghost = _ghost(tmp_path)
     ghost.context.stats.keep_recent_rewards(10)
