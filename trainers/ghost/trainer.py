@@ -23,6 +23,10 @@ checked after the wrapped trainer's own update step):
 * the learning team changes when the wrapped trainer's steps since the last change exceed
   ``team_change``. At a change, the episodes the wrapped trainer was recording end truncated
   there (they bootstrap from the current observations), as they are not its to learn any more.
+  This differs from ML-Agents on purpose: there ``TrainerController`` resets the environment
+  when ``GhostController.should_reset()`` reports the change, and ``AgentProcessor.end_episode``
+  drops the steps not yet handed to the trainer; here the games play on and those steps are
+  learned from, cut where the team changed.
 
 ELO: after each episode a learning slot finishes with a terminal step, the result (win/draw/loss
 from the sign of the slot's last reward, group reward included) rates the learning policy against
