@@ -78,6 +78,7 @@ from pettingzoo import ParallelEnv
 from trainers.game_fronts import close_all
 from trainers.ray_cluster import RayCluster, connect_ray
 from trainers.settings import ConfigError, RunOptions
+from unity_gym.behavior_names import plain_behavior_name
 from unity_gym.exceptions import UnityMultipleBehaviorsException, UnityTimeOutException
 from unity_gym.registration import scene_behaviors
 
@@ -366,7 +367,7 @@ def _make_editor_env(options: RunOptions, kwargs: dict[str, Any]) -> TrainingEnv
     except (TypeError, ValueError) as exc:
         raise EnvironmentSetupError(f"invalid settings for {EDITOR_DESCRIPTION}: {exc}") from exc
     reported = _reported_behavior_name(env)
-    candidates = [reported.split("?team=")[0], reported] if reported else []
+    candidates = [plain_behavior_name(reported), reported] if reported else []
     return TrainingEnvironment(env, list(dict.fromkeys(candidates)), EDITOR_DESCRIPTION)
 
 
@@ -424,19 +425,19 @@ def _make_unity_env_on(
                 vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
                 **kwargs,
             )
-    except gymnasium.error.Error as exc:
-        raise EnvironmentSetupError(f"cannot create the Unity environment ({what}): {exc}") from exc
-    except (TypeError, ValueError) as exc:
-        raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
-    except UnityMultipleBehaviorsException as exc:
+    except UnityMultipleBehaviorsException as exc:  # before ValueError: the error is both
         if front is not None:  # the settings chose the vector env (a built-in scene)
             raise EnvironmentSetupError(f"cannot train {what}: {exc}") from exc
         # a build whose behaviors only the game could tell: the vector env closed its games
         logger.info("%s has several behaviors; training them through PettingZoo.", what)
         kwargs.pop("ray_actor_options", None)
         return parallel()
+    except gymnasium.error.Error as exc:
+        raise EnvironmentSetupError(f"cannot create the Unity environment ({what}): {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise EnvironmentSetupError(f"invalid Unity environment settings ({what}): {exc}") from exc
     reported = _reported_behavior_name(env)
-    candidates = [reported.split("?team=")[0], reported] if reported else []
+    candidates = [plain_behavior_name(reported), reported] if reported else []
     return TrainingEnvironment(env, list(dict.fromkeys(candidates)), what, cluster)
 
 

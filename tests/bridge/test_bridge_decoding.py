@@ -297,9 +297,12 @@ def test_alpha_channels() -> None:
 
 
 def test_decoded_shape_mismatch_gives_expected_and_decoded_shapes() -> None:
-    with pytest.raises(UnityObservationException, match=r"\(3, 8, 5\).*decoded \(3, 4, 5\)"):
+    with pytest.raises(
+        UnityObservationException, match=r"is 5x4 \(width x height\).*shape \(3, 8, 5\).*needs 5x8"
+    ):
         decode_png_observation(png(RGB), (3, 8, 5))
-    with pytest.raises(UnityObservationException, match="expected"):  # legacy HWC shape
+    # a legacy HWC shape is read as CHW (the spec's order) and refused before decoding
+    with pytest.raises(UnityObservationException, match=r"shape \(4, 5, 3\) \(channels, height"):
         decode_png_observation(png(RGB), (4, 5, 3))
 
 

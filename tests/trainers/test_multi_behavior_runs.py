@@ -60,6 +60,7 @@ def test_ppo_on_tennis_trains_both_teams_with_one_trainer(
     assert err.count(SELF_PLAY_WARNING) == 1
     assert "PettingZoo, 2 game processes, 8 slot(s)" in err  # 2 games x 2 areas x 2 teams
     assert sorted(p.name for p in run.iterdir()) == [
+        ".unity-train.lock",  # one run per folder (trainers.run_directory)
         "Tennis",
         "Tennis.onnx",
         "configuration.unity-train.yaml",
@@ -131,6 +132,7 @@ def test_a_build_with_two_behaviors_trains_two_trainers_with_default_settings(
     assert SELF_PLAY_WARNING not in err  # no teams here: one behavior per name
     assert "Training Hider" in err and "Training Seeker" in err
     assert sorted(p.name for p in run.iterdir()) == [
+        ".unity-train.lock",  # one run per folder (trainers.run_directory)
         "Hider",
         "Hider.onnx",
         "Seeker",

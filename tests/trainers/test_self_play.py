@@ -24,6 +24,7 @@ from benchmarks.policy_eval import OnnxPolicy, play_against_random
 from trainers.common.checkpoints.files import load_checkpoint, save_checkpoint
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.contract import BehaviorStep
+from trainers.env_manager import EnvManager
 from trainers.ghost import (
     SELF_PLAY_STATE_KEY,
     GhostController,
@@ -160,6 +161,30 @@ def test_elo_is_rated_against_the_opponents_snapshot(tmp_path: Path) -> None:
     ghost.decide(_step(rng))
     ghost.observe(_step(rng, rewards=[1.0, 0.0, 1.0, 0.0], done=[True] * 4))
     assert math.isclose(ghost.current_elo, before)
+    ghost.close()
+
+
+def test_interrupted_episodes_are_not_rated(tmp_path: Path) -> None:
+    """ML-Agents' ``GhostTrainer._process_trajectory`` rates a trajectory only when it is done
+    and not ``interrupted`` (a max-step time-out, a restarted game): such an episode is no
+    game, whatever its last reward (a shaping penalty would otherwise count as a loss)."""
+    ghost = _ghost(tmp_path)
+    rng = np.random.default_rng(4)
+    ghost.decide(_step(rng))
+    interrupted = _step(rng, rewards=[-0.5, 0.5, 0.0, 0.0], done=[False] * 4)
+    interrupted.truncated = np.ones(4, dtype=bool)  # every slot timed out
+    ghost.observe(interrupted)
+    assert ghost.policy_elos == [1000.0] * 3  # nobody rated: learner and snapshot unchanged
+    # both at once (terminated and truncated) is still an interruption, not a result
+    ghost.decide(_step(rng))
+    both = _step(rng, rewards=[1.0, -1.0, 1.0, -1.0], done=[True] * 4)
+    both.truncated = np.ones(4, dtype=bool)
+    ghost.observe(both)
+    assert ghost.policy_elos == [1000.0] * 3
+    # a terminal step with the same reward is a game: the learner loses to snapshot 0
+    ghost.decide(_step(rng))
+    ghost.observe(_step(rng, rewards=[-0.5, 0.5, 0.0, 0.0], done=[True, True, False, False]))
+    assert math.isclose(ghost.current_elo, 999.5) and math.isclose(ghost.policy_elos[0], 1000.5)
     ghost.close()
 
 
@@ -411,3 +436,83 @@ def test_self_play_on_asynchronous_games(run_train: RunTrain) -> None:
     assert self_play["ghost_step"] >= 120  # the other team's slots played in both games
     elo = tensorboard_scalars(run / "Tennis")["Self-play/ELO"]
     assert elo and all(math.isfinite(value) for value in elo)
+
+
+def test_tennis_rollout_holds_the_learning_team_only_and_ends_its_episodes_at_team_changes(
+    tmp_path: Path,
+) -> None:
+    """A ghost over the real Tennis game (two areas, player over gRPC), stepped as the training
+    loop steps it, with team changes every 60 learning steps. What the wrapped PPO would train
+    on (its rollout, closed with its critic) must hold, as ML-Agents' ghost hands its wrapped
+    trainer only the learning team's trajectories and ends them at a team change:
+
+    * only the steps of the team that learned when the decision was made are valid;
+    * the advantage recursion never runs from a valid step into a step that is not valid (at a
+      team change the old learner's episodes end there, bootstrapping from the value of the
+      observation that followed), so no advantage mixes the opponent's turn into the learner's;
+    * every point ends both agents' episodes, terminated, +1 for the winner's team and -1 for
+      the other's, and the learner's ELO moves only with its points."""
+    env = parallel_env(scene="Tennis", seed=9, num_areas=2, no_graphics=True)
+    try:
+        manager = EnvManager.for_parallel_envs([env], asynchronous=False)
+        slots = manager.behaviors["Tennis"]
+        teams = np.asarray(manager.slot_teams["Tennis"])
+        assert sorted(teams.tolist()) == [0, 0, 1, 1]
+        behavior = ppo_behavior(
+            hyperparameters={"buffer_size": 100_000},  # no update: the rollout stays recorded
+            time_horizon=1000,
+            max_steps=100_000,
+            summary_freq=100_000,
+            self_play={"save_steps": 40, "swap_steps": 30, "team_change": 60, "window": 3},
+        )
+        layout, actions = slots.observation_layout, slots.action_layout
+        trainer = ppo_trainer("Tennis", behavior, layout, actions, tmp_path, seed=9)
+        ghost = GhostTrainer(trainer, teams.tolist(), GhostController())
+        current = manager.reset(9)["Tennis"]
+        learning_at, points = [], 0
+        while ghost.step <= 200:  # team changes after steps 60, 120 and 180
+            decision = ghost.decide(current)
+            learning_at.append(ghost.learning_team)
+            current = manager.step({"Tennis": decision})["Tennis"]
+            ended = current.done & current.valid
+            if ended.any():
+                # Tennis ends both agents of an area at once: one winner, one loser
+                assert current.terminated[ended].all() and not current.truncated.any()
+                assert np.array_equal(np.abs(current.rewards[ended]), np.ones(ended.sum()))
+                assert current.rewards[ended].sum() == 0.0
+                points += int(ended.sum()) // 2
+            ghost.observe(current)
+            ghost.advance()
+        assert ghost.controller.state_dict()["learning_team"] == 1  # three changes: 0 1 0 1
+        assert points >= 1
+        buffer = trainer.buffers[0]
+
+        def value_of(observations: list[np.ndarray]) -> np.ndarray:
+            with torch.no_grad():
+                return trainer.critic(trainer.tensors(observations)).numpy()
+
+        rollout = buffer.finish(value_of, current.observations)
+    finally:
+        env.close()
+    learning = np.asarray(learning_at)
+    assert rollout.valid.shape == (len(learning), len(teams))
+    # 1. only the learning team's decisions are learned from, and all of them
+    assert not (rollout.valid & (teams[None, :] != learning[:, None])).any()
+    assert rollout.num_valid == ghost.step
+    # 2. no advantage chain runs from a valid step into one that is not valid
+    chained = rollout.valid[:-1] & ~rollout.chain_breaks[:-1]
+    assert not (chained & ~rollout.valid[1:]).any()
+    # 3. at each team change the old learner's episodes end truncated, bootstrapped from the
+    # value of the next observation (the same observation the next row holds)
+    changes = np.flatnonzero(learning[:-1] != learning[1:])
+    assert len(changes) == 3
+    for t in changes:
+        old = np.flatnonzero(teams == learning[t])
+        for slot in old:
+            if not rollout.valid[t, slot]:
+                continue  # the slot waited for the other area's point
+            assert rollout.episode_ends[t, slot]
+            if not rollout.terminated[t, slot]:
+                assert math.isclose(
+                    rollout.next_values[t, slot], rollout.values[t + 1, slot], abs_tol=1e-5
+                )

@@ -23,13 +23,20 @@ checked after the wrapped trainer's own update step):
 * the learning team changes when the wrapped trainer's steps since the last change exceed
   ``team_change``. At a change, the episodes the wrapped trainer was recording end truncated
   there (they bootstrap from the current observations), as they are not its to learn any more.
+  This differs from ML-Agents on purpose: there ``TrainerController`` resets the environment
+  when ``GhostController.should_reset()`` reports the change, and ``AgentProcessor.end_episode``
+  drops the steps not yet handed to the trainer; here the games play on and those steps are
+  learned from, cut where the team changed.
 
-ELO: after each episode a learning slot finishes, the result (win/draw/loss from the sign of the
-slot's last reward, group reward included) rates the learning policy against the snapshot the
-opponents play with (:mod:`trainers.ghost.elo`). Every snapshot keeps the ELO the learner had
-when it was taken; the current policy's ELO is the last entry. As in ML-Agents, a game against
-the latest policy changes nothing (both sides are the learner). ``Self-play/ELO`` is the mean
-ELO after the games of a summary period (the current ELO when none ended).
+ELO: after each episode a learning slot finishes with a terminal step, the result (win/draw/loss
+from the sign of the slot's last reward, group reward included) rates the learning policy against
+the snapshot the opponents play with (:mod:`trainers.ghost.elo`). An interrupted episode
+(``truncated``: max step, a restarted game) is no game and rates nothing, as ML-Agents'
+``GhostTrainer._process_trajectory`` rates only trajectories that are done and not
+``interrupted``. Every snapshot keeps the ELO the learner had when it was taken; the current
+policy's ELO is the last entry. As in ML-Agents, a game against the latest policy changes nothing
+(both sides are the learner). ``Self-play/ELO`` is the mean ELO after the games of a summary
+period (the current ELO when none ended).
 
 Checkpoints hold the wrapped trainer's state plus, under :data:`SELF_PLAY_STATE_KEY`, the
 snapshot window (tensors), the ELOs, the opponents' current weights and the schedule counters,
@@ -276,15 +283,16 @@ class GhostTrainer(Trainer):
                     target[rows] = piece[actions.part(index)]
 
     def observe(self, step: BehaviorStep) -> None:
-        """Rate the learning team's finished episodes, count the other teams' steps as ghost
-        steps and hand the wrapped trainer the step with only the learning slots valid and only
-        their finished episodes, so that ``Environment/Cumulative Reward`` and ``Episode
-        Length`` are the learning team's (ML-Agents' wrapped trainer, which records the
-        cumulative reward, receives the learning team's trajectories only)."""
+        """Rate the learning team's terminated (not interrupted) episodes, count the other
+        teams' steps as ghost steps and hand the wrapped trainer the step with only the learning
+        slots valid and only their finished episodes, so that ``Environment/Cumulative
+        Reward`` and ``Episode Length`` are the learning team's (ML-Agents' wrapped trainer,
+        which records the cumulative reward, receives the learning team's trajectories only)."""
         learning = self._learning_rows.pop(step.group, None)
         if learning is None:
             learning = self._teams_of(step) == self.learning_team
-        for row in np.flatnonzero(step.done & step.valid & learning):
+        finished = step.terminated & ~step.truncated  # interrupted episodes are no game
+        for row in np.flatnonzero(finished & step.valid & learning):
             self._rate(float(step.rewards[row]))
         self.ghost_step += int((step.valid & ~learning).sum())
         episodes = step.episodes
