@@ -45,6 +45,17 @@ def _parse_behavior(full_behavior: str) -> tuple[str, int]:
     return parsed.path, team
 
 
+def deciding_agent_observation(decision: DecisionSteps, row: int) -> list[Any] | dict[str, Any]:
+    """What the official wrappers report for the deciding agent in ``row``: its observations
+    (one array per sensor), or, where the batch has action masks,
+    ``{"observation": [arrays], "action_mask": [one bool array per branch]}`` (True = disabled).
+    Not an official name: the one place both of this package's wrappers build it."""
+    values = [batch[row] for batch in decision.obs]
+    if decision.action_mask is None:
+        return values
+    return {"observation": values, "action_mask": [mask[row] for mask in decision.action_mask]}
+
+
 def _unwrap_batch_steps(
     batch_steps: tuple[DecisionSteps, TerminalSteps], behavior_name: str
 ) -> tuple[
@@ -75,14 +86,7 @@ def _unwrap_batch_steps(
         name: [batch[row] for batch in terminal.obs] for row, name in enumerate(terminal_ids)
     }
     for row, name in enumerate(decision_ids):
-        values = [batch[row] for batch in decision.obs]
-        if decision.action_mask is not None:
-            observations[name] = {
-                "observation": values,
-                "action_mask": [mask[row] for mask in decision.action_mask],
-            }
-        else:
-            observations[name] = values
+        observations[name] = deciding_agent_observation(decision, row)
     observations = {
         name: value[0] if isinstance(value, list) and len(value) == 1 else value
         for name, value in observations.items()

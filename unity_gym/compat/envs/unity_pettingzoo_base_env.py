@@ -56,7 +56,11 @@ import numpy as np
 from gymnasium import error, spaces
 
 from unity_gym.base_env import ActionTuple, BaseEnv, DecisionSteps, TerminalSteps
-from unity_gym.compat.envs.env_helpers import _agent_id_to_behavior, _behavior_to_agent_id
+from unity_gym.compat.envs.env_helpers import (
+    _agent_id_to_behavior,
+    _behavior_to_agent_id,
+    deciding_agent_observation,
+)
 from unity_gym.side_channels.training_analytics_side_channel import (
     DefaultTrainingAnalyticsSideChannel,
 )
@@ -347,14 +351,10 @@ class UnityPettingzooBaseEnv:
                 name = _behavior_to_agent_id(behavior, int(agent_id))
                 if name in self._finished or name in ended:
                     continue
-                values = [batch[row] for batch in decision.obs]
-                if decision.action_mask is not None:
-                    observations[name] = {
-                        "observation": values,
-                        "action_mask": [mask[row] for mask in decision.action_mask],
-                    }
-                else:
-                    observations[name] = _single_or_list(values)
+                observation = deciding_agent_observation(decision, row)
+                observations[name] = (
+                    observation if isinstance(observation, dict) else _single_or_list(observation)
+                )
                 rewards[name] = float(decision.reward[row])
                 terminations[name] = truncations[name] = False
                 infos[name] = {
