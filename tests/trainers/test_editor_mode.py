@@ -8,18 +8,16 @@ trainer launches nothing). Every run is a real ``unity-train`` process over real
 from __future__ import annotations
 
 import os
-import queue
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from trainer_test_support import RunTrain, ppo_behavior
+from trainer_test_support import RunTrain, TrainerProcess, ppo_behavior
 
 from unity_gym.registration import DEFAULT_SCENE, GameSettings
 
@@ -54,55 +52,11 @@ def _config(tmp_path: Path, max_steps: int = 240) -> Path:
     return path
 
 
-class _Trainer:
-    """A ``unity-train`` process whose stderr lines are collected by a thread."""
-
-    def __init__(self, tmp_path: Path, run_id: str, *flags: str, max_steps: int = 240) -> None:
-        self.results = tmp_path / "results"
-        command = [sys.executable, "-m", "trainers", str(_config(tmp_path, max_steps)),
-                   "--run-id", run_id, "--results-dir", str(self.results), "--seed", "1",
-                   *flags]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        self.process = subprocess.Popen(
-            command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-            text=True,
-        )  # fmt: skip
-        self._lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in iter(self.process.stderr.readline, ""):
-            self._lines.put(line)
-
-    def wait_for(self, text: str, timeout: float = 60.0) -> str:
-        """The first line (from now on) that contains ``text``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"no line with {text!r}:\n{''.join(self.seen)}"
-            try:
-                line = self._lines.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            self.seen.append(line)
-            if text in line:
-                return line
-
-    def finish(self, timeout: float = 120.0) -> tuple[int, str]:
-        """Exit status and the whole stderr."""
-        code = self.process.wait(timeout=timeout)
-        self._reader.join(timeout=10)
-        while not self._lines.empty():
-            self.seen.append(self._lines.get())
-        return code, "".join(self.seen)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+def _trainer(tmp_path: Path, run_id: str, *flags: str, max_steps: int = 240) -> TrainerProcess:
+    """``unity-train`` on a tiny config (seed 1), results in ``tmp_path/results``."""
+    args = [str(_config(tmp_path, max_steps)), "--run-id", run_id,
+            "--results-dir", str(tmp_path / "results"), "--seed", "1", *flags]  # fmt: skip
+    return TrainerProcess(args, tmp_path)
 
 
 def _play(port: int, *args: str) -> subprocess.Popen[str]:
@@ -124,7 +78,7 @@ def _stop(process: subprocess.Popen[Any]) -> None:
 @pytest.mark.timeout(180)
 def test_unity_train_waits_for_the_editor_and_trains_when_play_is_pressed(tmp_path: Path) -> None:
     port = _free_port()
-    trainer = _Trainer(tmp_path, "editor", "--base-port", str(port))
+    trainer = _trainer(tmp_path, "editor", "--base-port", str(port))
     editor = None
     try:
         line = trainer.wait_for(PRESS_PLAY)
@@ -137,14 +91,14 @@ def test_unity_train_waits_for_the_editor_and_trains_when_play_is_pressed(tmp_pa
         assert code == 0, err
         assert editor.wait(timeout=30) == 0  # the Editor's game ended with the training
     finally:
-        trainer.kill()
+        trainer.stop()
         if editor is not None:
             _stop(editor)
     assert err.count(PRESS_PLAY) == 1
     assert "Training 3DBall (the Unity Editor, 12 slot(s)) with PPO" in err
     assert "built-in scene" not in err
     assert "3DBall. Step: 240." in err
-    run = trainer.results / "editor"
+    run = tmp_path / "results" / "editor"
     assert (run / "3DBall.onnx").is_file()
     assert (run / "3DBall" / "checkpoint.pt").is_file()
     assert _port_is_free(port)
@@ -153,7 +107,7 @@ def test_unity_train_waits_for_the_editor_and_trains_when_play_is_pressed(tmp_pa
 @pytest.mark.timeout(240)
 def test_a_lost_editor_is_waited_for_again(tmp_path: Path) -> None:
     port = _free_port()
-    trainer = _Trainer(tmp_path, "replay", "--base-port", str(port), max_steps=1200)
+    trainer = _trainer(tmp_path, "replay", "--base-port", str(port), max_steps=1200)
     first = second = None
     try:
         trainer.wait_for(PRESS_PLAY)
@@ -167,35 +121,35 @@ def test_a_lost_editor_is_waited_for_again(tmp_path: Path) -> None:
         assert code == 0, err
         assert second.wait(timeout=30) == 0
     finally:
-        trainer.kill()
+        trainer.stop()
         for editor in (first, second):
             if editor is not None:
                 _stop(editor)
     assert "3DBall. Step: 1200." in err
-    assert (trainer.results / "replay" / "3DBall.onnx").is_file()
+    assert (tmp_path / "results" / "replay" / "3DBall.onnx").is_file()
 
 
 @pytest.mark.timeout(120)
 def test_nothing_connecting_is_a_clear_error(tmp_path: Path) -> None:
     port = _free_port()
-    trainer = _Trainer(tmp_path, "nobody", "--base-port", str(port), "--timeout-wait", "2")
+    trainer = _trainer(tmp_path, "nobody", "--base-port", str(port), "--timeout-wait", "2")
     try:
         code, err = trainer.finish()
     finally:
-        trainer.kill()
+        trainer.stop()
     assert code == 1, err
     assert "Traceback" not in err
     [error] = [line for line in err.splitlines() if line.startswith("[ERROR]")]
     assert f"nothing connected on port {port} within 2 s" in error
     assert PRESS_PLAY in error and all(advice in error for advice in ADVICE)
     assert _port_is_free(port)
-    assert not (trainer.results / "nobody").exists()  # nothing was trained
+    assert not (tmp_path / "results" / "nobody").exists()  # nothing was trained
 
 
 @pytest.mark.timeout(120)
 def test_an_editor_scene_with_several_behaviors_is_a_clear_error(tmp_path: Path) -> None:
     port = _free_port()
-    trainer = _Trainer(tmp_path, "tennis", "--base-port", str(port))
+    trainer = _trainer(tmp_path, "tennis", "--base-port", str(port))
     editor = None
     try:
         trainer.wait_for(PRESS_PLAY)
@@ -203,7 +157,7 @@ def test_an_editor_scene_with_several_behaviors_is_a_clear_error(tmp_path: Path)
         code, err = trainer.finish()
         assert editor.wait(timeout=30) == 0  # the trainer closed the Editor's game
     finally:
-        trainer.kill()
+        trainer.stop()
         if editor is not None:
             _stop(editor)
     assert code == 2, err

@@ -9,76 +9,21 @@ unity-train's own rule (mlagents-learn has none).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import queue
 import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from trainer_test_support import ppo_behavior
+from trainer_test_support import TrainerProcess, ppo_behavior
 
 from trainers.common.checkpoints.files import load_checkpoint
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-class _Train:
-    """A ``unity-train`` process whose stderr is read line by line."""
-
-    def __init__(self, args: list[str], cwd: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "trainers", *args],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in iter(self.process.stderr.readline, ""):
-            self.lines.put(line)
-
-    def wait_for(self, text: str, timeout: float = 90.0) -> None:
-        """Block until a stderr line contains ``text`` (fails on exit or timeout)."""
-        deadline = time.monotonic() + timeout
-        while not any(text in line for line in self.seen):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or (self.process.poll() is not None and self.lines.empty()):
-                raise AssertionError(f"never saw {text!r}; output:\n{''.join(self.seen)}")
-            with contextlib.suppress(queue.Empty):
-                self.seen.append(self.lines.get(timeout=min(remaining, 1.0)))
-
-    def finish(self, timeout: float = 60.0) -> tuple[int, str]:
-        """Wait for the exit; the exit status and the whole stderr."""
-        code = self.process.wait(timeout=timeout)
-        self._reader.join(timeout=10)
-        while not self.lines.empty():
-            self.seen.append(self.lines.get())
-        return code, "".join(self.seen)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
 
 @pytest.fixture
-def trains() -> Iterator[list[_Train]]:
-    started: list[_Train] = []
+def trains() -> Iterator[list[TrainerProcess]]:
+    started: list[TrainerProcess] = []
     yield started
     for train in started:
         train.stop()
@@ -88,13 +33,13 @@ def trains() -> Iterator[list[_Train]]:
 @pytest.mark.parametrize("config", [None, "", "env_settings: {seed: 3}\n"],
                          ids=["no-config", "empty-config", "no-behaviors"])  # fmt: skip
 def test_default_settings_train_a_scene(
-    tmp_path: Path, trains: list[_Train], config: str | None
+    tmp_path: Path, trains: list[TrainerProcess], config: str | None
 ) -> None:
     args = ["--scene", "3DBall", "--run-id", "defaults", "--results-dir", str(tmp_path / "r")]
     if config is not None:
         (tmp_path / "config.yaml").write_text(config, encoding="utf-8")
         args.insert(0, str(tmp_path / "config.yaml"))
-    train = _Train(args, tmp_path)
+    train = TrainerProcess(args, tmp_path)
     trains.append(train)
     train.wait_for("using the default PPO settings")
     train.wait_for("Training 3DBall")
@@ -116,14 +61,16 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.timeout(240)
-def test_second_run_on_the_same_run_id_exits_at_once(tmp_path: Path, trains: list[_Train]) -> None:
+def test_second_run_on_the_same_run_id_exits_at_once(
+    tmp_path: Path, trains: list[TrainerProcess]
+) -> None:
     config = tmp_path / "config.yaml"
     behavior = ppo_behavior(max_steps=10_000_000, summary_freq=256, checkpoint_interval=10**9)
     config.write_text(yaml.safe_dump({"behaviors": {"CartPole": behavior}}), encoding="utf-8")
     results = tmp_path / "results"
     common = [str(config), "--gym-id", "CartPole-v1", "--run-id", "same",
               "--results-dir", str(results)]  # fmt: skip
-    first = _Train(common, tmp_path)
+    first = TrainerProcess(common, tmp_path)
     trains.append(first)
     first.wait_for("Step:")  # training, with files in the run folder
     run = results / "same"
@@ -132,7 +79,7 @@ def test_second_run_on_the_same_run_id_exits_at_once(tmp_path: Path, trains: lis
         before = _snapshot(run)
         for flags in ([], ["--resume"], ["--force"]):
             started = time.monotonic()
-            second = _Train([*common, *flags], tmp_path)
+            second = TrainerProcess([*common, *flags], tmp_path)
             trains.append(second)
             code, output = second.finish(timeout=60)
             assert code == 2, output
@@ -150,18 +97,18 @@ def test_second_run_on_the_same_run_id_exits_at_once(tmp_path: Path, trains: lis
 
 
 @pytest.mark.timeout(180)
-def test_lock_of_a_killed_run_is_gone(tmp_path: Path, trains: list[_Train]) -> None:
+def test_lock_of_a_killed_run_is_gone(tmp_path: Path, trains: list[TrainerProcess]) -> None:
     config = tmp_path / "config.yaml"
     behavior = ppo_behavior(max_steps=10_000_000, summary_freq=256, checkpoint_interval=10**9)
     config.write_text(yaml.safe_dump({"behaviors": {"CartPole": behavior}}), encoding="utf-8")
     common = [str(config), "--gym-id", "CartPole-v1", "--run-id", "killed",
               "--results-dir", str(tmp_path / "results")]  # fmt: skip
-    first = _Train(common, tmp_path)
+    first = TrainerProcess(common, tmp_path)
     trains.append(first)
     first.wait_for("Step:")
     first.process.kill()  # no clean-up at all: the OS drops the flock
     first.process.wait()
-    second = _Train([*common, "--force"], tmp_path)
+    second = TrainerProcess([*common, "--force"], tmp_path)
     trains.append(second)
     second.wait_for("Step:")
     second.process.send_signal(signal.SIGINT)

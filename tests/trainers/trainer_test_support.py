@@ -1,4 +1,5 @@
-"""Tiny behavior configs, and a PPO trainer built from one, shared by the trainer tests.
+"""Tiny behavior configs, a PPO trainer built from one, and a ``unity-train`` process whose
+output can be waited on, shared by the trainer tests.
 
 Test modules import these by name, so they live in a uniquely named module rather than in
 ``conftest.py`` (several test folders have a ``conftest`` module).
@@ -6,7 +7,13 @@ Test modules import these by name, so they live in a uniquely named module rathe
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
+import queue
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +31,64 @@ from trainers.ppo.trainer import PPOTrainer
 from trainers.settings import parse_run_options
 
 RunTrain = Callable[..., Path]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class TrainerProcess:
+    """A ``unity-train`` process (``python -m trainers ARGS`` in ``cwd``) whose stderr lines a
+    thread collects, so a test can wait for a line while the run goes on."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trainers", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in iter(self.process.stderr.readline, ""):
+            self.lines.put(line)
+
+    def wait_for(self, text: str, timeout: float = 90.0) -> str:
+        """The first stderr line so far that contains ``text``, waiting for it if needed.
+
+        Raises:
+            AssertionError: the process ended, or ``timeout`` passed, without such a line.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            found = next((line for line in self.seen if text in line), None)
+            if found is not None:
+                return found
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or (self.process.poll() is not None and self.lines.empty()):
+                raise AssertionError(f"never saw {text!r}; output:\n{''.join(self.seen)}")
+            with contextlib.suppress(queue.Empty):
+                self.seen.append(self.lines.get(timeout=min(remaining, 1.0)))
+
+    def finish(self, timeout: float = 120.0) -> tuple[int, str]:
+        """Wait for the exit; the exit status and the whole stderr."""
+        code = self.process.wait(timeout=timeout)
+        self._reader.join(timeout=10)
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return code, "".join(self.seen)
+
+    def stop(self) -> None:
+        """Kill the process if it still runs."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
 
 def ppo_behavior(**overrides: Any) -> dict[str, Any]:
