@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +20,10 @@ import onnxruntime
 import pytest
 import torch
 from gymnasium import spaces
-from trainer_test_support import RunTrain, sac_behavior, tensorboard_scalars
+from trainer_test_support import RunTrain, sac_behavior, sac_trainer, tensorboard_scalars
 
 import unity_gym.vector  # noqa: F401  (a broken import fails the module, never skips it)
-from trainers.common.bookkeeping.stats import StatsReporter
-from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.trainer import TrainerContext
 from trainers.sac.trainer import SACTrainer
-from trainers.settings import parse_run_options
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -68,21 +63,7 @@ def _hybrid_behavior(**overrides: Any) -> dict[str, Any]:
 
 
 def _hybrid_trainer(tmp_path: Path) -> SACTrainer:
-    options = parse_run_options({"behaviors": {"B": sac_behavior()}})
-    return SACTrainer(
-        TrainerContext(
-            behavior_name="B",
-            settings=options.trainer_settings_for("B"),
-            observation_layout=ObservationLayout.from_space(spaces.Box(-5, 5, (2,), np.float32)),
-            action_layout=ActionLayout.from_space(HYBRID),
-            device=torch.device("cpu"),
-            seed=0,
-            training=True,
-            artifact_dir=tmp_path,
-            stats=StatsReporter("B", tmp_path, time.monotonic()),
-            checkpoints=None,
-        )
-    )
+    return sac_trainer(sac_behavior(), HYBRID, tmp_path)
 
 
 def test_hybrid_entropy_coefficients_q_shapes_and_soft_value(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ pace, and a real-player run that trains with curiosity, logs it, exports, saves 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +11,17 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
-from trainer_test_support import RunTrain, adam_steps, sac_behavior, tensorboard_scalars
+from trainer_test_support import (
+    RunTrain,
+    adam_steps,
+    sac_behavior,
+    sac_trainer,
+    tensorboard_scalars,
+)
 
-from trainers.common.bookkeeping.stats import StatsReporter
 from trainers.common.checkpoints.files import load_checkpoint
-from trainers.common.spaces import ActionLayout, ObservationLayout
-from trainers.common.trainer import TrainerContext
 from trainers.reward_signals import CuriositySignal, RNDSignal
 from trainers.sac.trainer import REPLAY_FILE, SACTrainer
-from trainers.settings import parse_run_options
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -34,22 +35,7 @@ SIGNALS: dict[str, Any] = {
 
 def _sac_trainer(tmp_path: Path, action_space: spaces.Space[Any], **overrides: Any) -> SACTrainer:
     """A training SAC trainer on CPU for 2-float observations, without checkpoints."""
-    behavior = sac_behavior(**overrides)
-    options = parse_run_options({"behaviors": {"B": behavior}})
-    return SACTrainer(
-        TrainerContext(
-            behavior_name="B",
-            settings=options.trainer_settings_for("B"),
-            observation_layout=ObservationLayout.from_space(spaces.Box(-5, 5, (2,), np.float32)),
-            action_layout=ActionLayout.from_space(action_space),
-            device=torch.device("cpu"),
-            seed=0,
-            training=True,
-            artifact_dir=tmp_path,
-            stats=StatsReporter("B", tmp_path, time.monotonic()),
-            checkpoints=None,
-        )
-    )
+    return sac_trainer(sac_behavior(**overrides), action_space, tmp_path)
 
 
 def _constant_streams(network: torch.nn.Module, constants: list[float]) -> None:

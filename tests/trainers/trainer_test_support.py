@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from trainers.common.bookkeeping.stats import StatsReporter
@@ -28,6 +29,7 @@ from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.trainer import TrainerContext
 from trainers.contract import BehaviorStep
 from trainers.ppo.trainer import PPOTrainer
+from trainers.sac.trainer import SACTrainer
 from trainers.settings import parse_run_options
 
 RunTrain = Callable[..., Path]
@@ -139,6 +141,31 @@ def sac_behavior(**overrides: Any) -> dict[str, Any]:
     return _merge(base, overrides)
 
 
+def training_context(
+    behavior_name: str,
+    behavior: dict[str, Any],
+    observation_layout: ObservationLayout,
+    action_layout: ActionLayout,
+    artifact_dir: Path,
+    seed: int = 0,
+) -> TrainerContext:
+    """The context of a training trainer on the CPU for ``behavior`` (a config dict), without
+    checkpoints, its statistics written to ``artifact_dir``."""
+    options = parse_run_options({"behaviors": {behavior_name: behavior}})
+    return TrainerContext(
+        behavior_name=behavior_name,
+        settings=options.trainer_settings_for(behavior_name),
+        observation_layout=observation_layout,
+        action_layout=action_layout,
+        device=torch.device("cpu"),
+        seed=seed,
+        training=True,
+        artifact_dir=artifact_dir,
+        stats=StatsReporter(behavior_name, artifact_dir, time.monotonic()),
+        checkpoints=None,
+    )
+
+
 def ppo_trainer(
     behavior_name: str,
     behavior: dict[str, Any],
@@ -147,21 +174,21 @@ def ppo_trainer(
     artifact_dir: Path,
     seed: int = 0,
 ) -> PPOTrainer:
-    """A training :class:`PPOTrainer` on the CPU for ``behavior`` (a config dict), without
-    checkpoints, its statistics written to ``artifact_dir``."""
-    options = parse_run_options({"behaviors": {behavior_name: behavior}})
+    """A :class:`PPOTrainer` in :func:`training_context`."""
     return PPOTrainer(
-        TrainerContext(
-            behavior_name=behavior_name,
-            settings=options.trainer_settings_for(behavior_name),
-            observation_layout=observation_layout,
-            action_layout=action_layout,
-            device=torch.device("cpu"),
-            seed=seed,
-            training=True,
-            artifact_dir=artifact_dir,
-            stats=StatsReporter(behavior_name, artifact_dir, time.monotonic()),
-            checkpoints=None,
+        training_context(
+            behavior_name, behavior, observation_layout, action_layout, artifact_dir, seed
+        )
+    )
+
+
+def sac_trainer(behavior: dict[str, Any], action_space: Any, artifact_dir: Path) -> SACTrainer:
+    """A :class:`SACTrainer` of behavior ``B`` for 2-float observations in
+    :func:`training_context`."""
+    observations = ObservationLayout.from_space(spaces.Box(-5, 5, (2,), np.float32))
+    return SACTrainer(
+        training_context(
+            "B", behavior, observations, ActionLayout.from_space(action_space), artifact_dir
         )
     )
 
