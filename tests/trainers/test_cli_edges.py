@@ -152,16 +152,20 @@ def test_inference_leaves_the_trained_run_alone(trained: Path) -> None:
     assert not (cwd / "results" / "nope").exists()
 
 
-def test_list_scenes_help_and_scene_typos(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    listed = subprocess.run(
-        [sys.executable, "-m", "trainers", "--list-scenes"],
-        cwd=tmp_path,
-        env=env,
+def _unity_train_bare(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m trainers ARGS`` (no config) in ``cwd``."""
+    return subprocess.run(
+        [sys.executable, "-m", "trainers", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_list_scenes_help_and_scene_typos(tmp_path: Path) -> None:
+    listed = _unity_train_bare(tmp_path, "--list-scenes")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     ball = next(line for line in lines if line.split()[0] == "3DBall")
@@ -169,14 +173,7 @@ def test_list_scenes_help_and_scene_typos(tmp_path: Path) -> None:
     for name in ("Basic", "GridWorld", "SoccerTwos", "Tennis"):
         assert any(line.split()[0] == name for line in lines[1:-1]), name
 
-    shown = subprocess.run(
-        [sys.executable, "-m", "trainers", "--help"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    shown = _unity_train_bare(tmp_path, "--help")
     text = " ".join(shown.stdout.split())
     assert shown.returncode == 0
     assert "PPO, SAC or POCA" in text and "PPO or SAC" not in text
