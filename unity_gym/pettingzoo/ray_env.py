@@ -47,7 +47,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -55,7 +55,7 @@ from pettingzoo import ParallelEnv
 
 from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.game.settings import GameSettings
-from unity_gym.pettingzoo.parallel_env import UnityParallelEnv
+from unity_gym.pettingzoo.parallel_env import ParallelOutcomes, UnityParallelEnv
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats
 from unity_gym.vector.backends.ray_pool import (
     first_line,
@@ -69,14 +69,6 @@ __all__ = ["RayParallelEnv", "ray_parallel_env"]
 
 logger = logging.getLogger("unity_gym.pettingzoo")
 
-_Outcomes: TypeAlias = tuple[
-    dict[str, Any],
-    dict[str, float],
-    dict[str, bool],
-    dict[str, bool],
-    dict[str, dict[str, Any]],
-]
-"""What ``ParallelEnv.step`` returns: observations, rewards, terminations, truncations, infos."""
 
 _CLOSE_TIMEOUT_S = 10.0
 """How long :meth:`RayParallelEnv.close` waits for a placed actor to close its game before
@@ -299,7 +291,7 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
                 info["restart_reason"] = reason
         return observations, infos
 
-    def step(self, actions: Mapping[str, Any]) -> _Outcomes:
+    def step(self, actions: Mapping[str, Any]) -> ParallelOutcomes:
         """Act for every live agent, as :meth:`UnityParallelEnv.step` does.
 
         A lost actor is replaced and every live agent is truncated (module docs).
@@ -522,7 +514,7 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
             "make every node run the same build."
         )
 
-    def _lost_in_step(self, error: BaseException) -> _Outcomes:
+    def _lost_in_step(self, error: BaseException) -> ParallelOutcomes:
         """Replace the lost actor and end every live agent of the interrupted step."""
         reason = self._replace_actor(error)
         live, self.agents = self.agents, []
