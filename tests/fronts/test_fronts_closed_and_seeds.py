@@ -26,7 +26,7 @@ def test_gym_env_refuses_step_and_reset_after_close() -> None:
     with pytest.raises(gymnasium.error.ClosedEnvironmentError, match="closed"):
         env.reset()  # does not silently start a new game
     with pytest.raises(UnityEnvironmentException, match="closed"):
-        env.unwrapped.unity_env  # no game runs
+        _ = env.unwrapped.unity_env  # no game runs
 
 
 def test_pettingzoo_envs_refuse_step_and_reset_after_close() -> None:

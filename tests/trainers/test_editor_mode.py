@@ -163,8 +163,40 @@ def test_an_editor_scene_with_several_behaviors_is_a_clear_error(tmp_path: Path)
     assert code == 2, err
     assert "Traceback" not in err
     assert "several behaviors (Tennis?team=0, Tennis?team=1)" in err
-    assert "--env PATH" in err
+    assert "Name every behavior of the scene under `behaviors:`" in err and "--env PATH" in err
     assert err.count(PRESS_PLAY) == 1  # the Editor was not asked for a second Play
+    assert _port_is_free(port)
+
+
+@pytest.mark.timeout(180)
+def test_an_editor_scene_with_several_behaviors_trains_when_the_config_says_so(
+    tmp_path: Path,
+) -> None:
+    # A config with self_play: the Editor's one connection is opened for every behavior.
+    behavior = ppo_behavior(max_steps=200, summary_freq=100, time_horizon=20)
+    behavior["self_play"] = {"save_steps": 100, "swap_steps": 100, "team_change": 200}
+    config = tmp_path / "tennis.yaml"
+    config.write_text(yaml.safe_dump({"behaviors": {"Tennis": behavior}}), encoding="utf-8")
+    port = _free_port()
+    trainer = TrainerProcess(
+        [str(config), "--run-id", "tennis", "--results-dir", str(tmp_path / "results"),
+         "--seed", "1", "--base-port", str(port)],
+        tmp_path,
+    )  # fmt: skip
+    editor = None
+    try:
+        trainer.wait_for(PRESS_PLAY)
+        editor = _play(port, "--scene", "Tennis")
+        code, err = trainer.finish()
+        assert code == 0, err
+        assert editor.wait(timeout=30) == 0
+    finally:
+        trainer.stop()
+        if editor is not None:
+            _stop(editor)
+    assert err.count(PRESS_PLAY) == 1
+    assert "the Unity Editor" in err and "PettingZoo" in err
+    assert (tmp_path / "results" / "tennis" / "Tennis.onnx").is_file()
     assert _port_is_free(port)
 
 

@@ -243,7 +243,8 @@ class GameWorker:
 
         A game that fails while it starts is restarted (:meth:`GameSupervisor.start`).
         """
-        self._game.start()
+        restarted = self._game.start()
+        self._restart_reason = self._restart_reason or restarted
         self._adopt_game()
         assert self._spec is not None and self._behavior is not None
         expected = self.config.expected_agents
