@@ -8,6 +8,7 @@ first observation entry counts the steps since its game's reset).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,8 +25,18 @@ ZEROS = np.zeros((4, 2), dtype=np.float32)
 
 
 def _kill_actor(env: UnityVectorEnv, ray: Any, worker: int) -> None:
-    """Kill the Ray actor of ``worker`` (no restart by Ray: the backend must replace it)."""
-    ray.kill(env._backend._actors[worker], no_restart=True)  # type: ignore[attr-defined]
+    """Kill the Ray actor of ``worker`` (no restart by Ray: the backend must replace it) and wait
+    until Ray reports it dead (``ray.kill`` is asynchronous: a call sent at once may still run)."""
+    actor = env._backend._actors[worker]  # type: ignore[attr-defined]
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.where.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the Ray actor of game worker {worker} outlived ray.kill by 30 s")
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
@@ -48,7 +59,7 @@ def test_a_lost_actor_is_replaced_and_its_slots_truncated(
     assert truncated.tolist() == [False, False, True, True]
     assert not terminated.any()
     assert info["_restart_reason"].tolist() == [False, False, True, True]
-    assert "Ray actor of game process 1" in info["restart_reason"][2]
+    assert "game process 1 lost its Ray actor on Ray node" in info["restart_reason"][2]
     assert env.restart_counts == [0, 1]
     assert any("starting it again" in r.message for r in caplog.records)
     np.testing.assert_array_equal(obs[:2, 0], 6)  # game 0 simply went on
