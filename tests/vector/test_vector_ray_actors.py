@@ -8,13 +8,13 @@ first observation entry counts the steps since its game's reset).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
+from process_utils import kill_ray_actor
 
 from unity_gym.vector import RestartLimitError, UnityVectorEnv
 from unity_gym.vector.backends.ray_pool import RayPlacementError
@@ -25,18 +25,8 @@ ZEROS = np.zeros((4, 2), dtype=np.float32)
 
 
 def _kill_actor(env: UnityVectorEnv, ray: Any, worker: int) -> None:
-    """Kill the Ray actor of ``worker`` (no restart by Ray: the backend must replace it) and wait
-    until Ray reports it dead (``ray.kill`` is asynchronous: a call sent at once may still run)."""
-    actor = env._backend._actors[worker]  # type: ignore[attr-defined]
-    ray.kill(actor, no_restart=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            ray.get(actor.where.remote(), timeout=5)
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the Ray actor of game worker {worker} outlived ray.kill by 30 s")
+    """Kill the Ray actor of ``worker`` (no restart by Ray: the backend must replace it)."""
+    kill_ray_actor(env._backend._actors[worker])  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
