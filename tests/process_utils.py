@@ -6,8 +6,9 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["eventually", "group_members", "pid_alive", "python_path_with"]
+__all__ = ["eventually", "group_members", "kill_ray_actor", "pid_alive", "python_path_with"]
 
 
 def python_path_with(folder: Path) -> str:
@@ -48,3 +49,22 @@ def eventually(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def kill_ray_actor(actor: Any) -> None:
+    """Kill a Ray actor (no restart by Ray) and wait until Ray reports it dead.
+
+    ``ray.kill`` is asynchronous: a call sent right after it may still run in the actor. The
+    actor must have a ``where`` method (both of unity_gym's game actors have one).
+    """
+    import ray
+
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.where.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("a Ray actor outlived ray.kill by 30 s")

@@ -41,14 +41,14 @@ connects on 5004): ``GameSettings(editor=True)`` makes the game
 ``UnityEnvironment(file_name=None, base_port=...)``, listening on ``env_settings.base_port``
 (default 5004) until Play is pressed or ``timeout_wait`` seconds passed
 (:func:`editor_listening_line` is the one line logged meanwhile; :func:`editor_timeout_message`
-the error after the wait). The Editor is one connection, opened once: the single-behavior path
-(the vector env, one game, ``num_envs`` must be 1) trains it. A scene with several behaviors
-would need the PettingZoo envs, which open their own connection (a second Play press, and each
-front refuses the other's game), so it is refused with :class:`EnvironmentSetupError`, which
-says to build the scene and train the build (``--env PATH``), where each game is launched as
-many times as needed. If the Editor's connection is lost (Play stopped), the vector env's restart
-waits on the same port for Play again, within the restart limits below, and says so when the wait
-begins.
+the error after the wait). The Editor is one connection, opened once (``num_envs`` must be 1),
+so the front is chosen before it opens, from the config: a config that names several behaviors
+under ``behaviors:`` or gives one ``self_play`` opens it with one PettingZoo env (several
+behaviors), any other with the vector env (one behavior). A scene with several behaviors played
+for a config that names one is refused with :class:`EnvironmentSetupError`, which says to name
+them all, or to build the scene and train the build (``--env PATH``). If the Editor's connection
+is lost (Play stopped), the game's restart (:mod:`unity_gym.game.supervisor`) waits on the same
+port for Play again, within the restart limits below, and says so when the wait begins.
 
 ``num_envs`` has one meaning in the trainers, as in ``mlagents-learn``: how many environment
 instances run, i.e. Unity game processes (each with all its agents), or copies of a Gymnasium
@@ -311,7 +311,9 @@ def _make_unity_env(
         raise
 
 
-def _make_editor_env(options: RunOptions, kwargs: dict[str, Any]) -> TrainingEnvironment:
+def _make_editor_env(
+    options: RunOptions, kwargs: dict[str, Any]
+) -> TrainingEnvironment | ParallelTrainingEnvironment:
     """The Unity Editor's game as a one-game vector env (module documentation).
 
     ``kwargs`` are the game keywords of :func:`_make_unity_env` (without a build or scene).
@@ -337,6 +339,11 @@ def _make_editor_env(options: RunOptions, kwargs: dict[str, Any]) -> TrainingEnv
         "restarts_rate_limit_period_s": env_settings.restarts_rate_limit_period_s,
     }
     logger.info("%s", editor_listening_line(port))
+    if unity_front(options) == "pettingzoo":
+        try:
+            return _make_parallel_envs(game, restart_limits, 1, port, EDITOR_DESCRIPTION)
+        except UnityTimeOutException as exc:
+            raise _editor_timeout(exc, port, env_settings.timeout_wait) from None
     try:
         env = gymnasium.make_vec(
             UNITY_ENV_ID,
@@ -348,19 +355,15 @@ def _make_editor_env(options: RunOptions, kwargs: dict[str, Any]) -> TrainingEnv
             **game,
         )
     except UnityTimeOutException as exc:
-        if "nothing connected to port" not in str(exc):
-            raise  # connected, then stopped answering: the bridge's own message says how
-        raise UnityTimeOutException(
-            editor_timeout_message(port, env_settings.timeout_wait)
-        ) from None
+        raise _editor_timeout(exc, port, env_settings.timeout_wait) from None
     except UnityMultipleBehaviorsException as exc:
         raise EnvironmentSetupError(
             f"the scene playing in the Unity Editor has several behaviors "
-            f"({', '.join(exc.behavior_names) or exc}). unity-train "
-            "trains several behaviors through PettingZoo envs, which need a game they launch "
-            "themselves, so it cannot train them over the Editor's single connection. Build the "
-            "scene (File > Build Settings) and train the build with --env PATH (--num-envs N "
-            "runs several copies), or keep one behavior in the Editor's scene."
+            f"({', '.join(exc.behavior_names) or exc}), and the config named one, so unity-train "
+            "opened the Editor's single connection for one behavior. Name every behavior of the "
+            "scene under `behaviors:` in the config (or give one `self_play`), and unity-train "
+            "opens it for all of them; or build the scene (File > Build Settings) and train the "
+            "build with --env PATH (--num-envs N runs several copies)."
         ) from None
     except gymnasium.error.Error as exc:
         raise EnvironmentSetupError(f"cannot train in {EDITOR_DESCRIPTION}: {exc}") from exc
@@ -369,6 +372,16 @@ def _make_editor_env(options: RunOptions, kwargs: dict[str, Any]) -> TrainingEnv
     reported = _reported_behavior_name(env)
     candidates = [plain_behavior_name(reported), reported] if reported else []
     return TrainingEnvironment(env, list(dict.fromkeys(candidates)), EDITOR_DESCRIPTION)
+
+
+def _editor_timeout(
+    error: UnityTimeOutException, port: int, timeout_wait: float
+) -> UnityTimeOutException:
+    """The error for the Editor's wait that timed out (:func:`editor_timeout_message` when
+    nothing connected; the bridge's own error when the game connected, then stopped answering)."""
+    if "nothing connected to port" not in str(error):
+        return error
+    return UnityTimeOutException(editor_timeout_message(port, timeout_wait))
 
 
 def _make_unity_env_on(
@@ -477,6 +490,8 @@ def unity_front(options: RunOptions) -> Literal["vector", "pettingzoo"] | None:
     configured = [*options.behaviors.values(), options.default_settings]
     if any(settings is not None and settings.self_play is not None for settings in configured):
         return "pettingzoo"
+    if env_settings.uses_editor and len(options.behaviors) > 1:
+        return "pettingzoo"  # the Editor's one connection: the config says what the scene has
     return None
 
 

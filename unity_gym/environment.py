@@ -40,6 +40,7 @@ from unity_gym.exceptions import (
     UnityCommunicatorStoppedException,
     UnityEnvironmentException,
     UnityException,
+    UnityGameExitedException,
     UnityTimeOutException,
 )
 from unity_gym.launcher import (
@@ -585,7 +586,7 @@ def _exit_reporter(communicator: Communicator) -> Any:
         code = player.returncode
         status = describe_returncode(code) if code is not None else "an unknown status"
         communicator.notify_peer_exited(
-            UnityEnvironmentException(
+            UnityGameExitedException(
                 f"Environment shut down with {status}.\n{player.describe_exit()}"
             )
         )

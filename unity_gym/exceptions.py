@@ -11,6 +11,7 @@ __all__ = [
     "UnityCommunicatorStoppedException",
     "UnityEnvironmentException",
     "UnityException",
+    "UnityGameExitedException",
     "UnityMultipleBehaviorsException",
     "UnityObservationException",
     "UnityPolicyException",
@@ -26,6 +27,14 @@ class UnityException(Exception):
 
 class UnityEnvironmentException(UnityException):
     """The game could not be launched, exited, or is not compatible."""
+
+
+class UnityGameExitedException(UnityEnvironmentException):
+    """The launched game process exited (crashed, was killed or quit) while the bridge waited.
+
+    A :class:`UnityEnvironmentException`, as in ``mlagents_envs``; the subclass tells a game that
+    ran and died apart from one that could not be launched at all.
+    """
 
 
 class UnityMultipleBehaviorsException(UnityEnvironmentException):

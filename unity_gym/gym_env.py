@@ -56,6 +56,7 @@ from unity_gym.base_env import DecisionSteps
 from unity_gym.behavior_names import select_behavior
 from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.game.settings import GameSettings
+from unity_gym.game.supervisor import GameFailedError, GameSupervisor
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 
 if TYPE_CHECKING:
@@ -111,8 +112,7 @@ def _decision_report(steps: DecisionSteps, row: int, actions: ActionAdapter) -> 
 class GameOwner:
     """What every front that owns one game exposes: the bridge and the game's settings."""
 
-    _unity: UnityEnvironment | None
-    _settings: GameSettings
+    _game: GameSupervisor
 
     @property
     def unity_env(self) -> UnityEnvironment:
@@ -121,16 +121,16 @@ class GameOwner:
         Raises:
             UnityEnvironmentException: if the env is closed.
         """
-        if self._unity is None:
+        if not self._game.running:
             raise UnityEnvironmentException(
                 f"This {type(self).__name__} is closed; create a new one."
             )
-        return self._unity
+        return self._game.env
 
     @property
     def settings(self) -> GameSettings:
         """The settings of the running game (the seed follows ``reset(seed=...)``)."""
-        return self._settings
+        return self._game.settings
 
 
 class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
@@ -200,12 +200,15 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
             num_agents=num_agents,
             **game_options,
         )
-        self._settings = settings.single_area()
+        self._game = GameSupervisor(
+            settings.single_area(),
+            owner="this UnityGymEnv",
+            side_channels=side_channels,
+            collect_stats=False,
+        )
         self.render_mode = render_mode
         self._requested_behavior = behavior_name
         self._agent_index = agent_index
-        self._side_channels = tuple(side_channels)
-        self._unity: UnityEnvironment | None = None
         self._closed = False  # close() was called: reset() and step() refuse to run
         self._pristine = False  # launched with the current seed and never stepped since
         self._start: _Report | None = None  # first decision of the next/current episode
@@ -213,7 +216,7 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
         self._episode_running = False
         self._last_mask: np.ndarray | None = None
 
-        self._launch(self._settings)
+        self._launch(None)
         try:
             unity = self.unity_env
             self.behavior_name = select_behavior(unity.behavior_specs, behavior_name)
@@ -265,8 +268,8 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
             )
         super().reset(seed=seed)  # Gymnasium refuses negative and non-int seeds
         game_seed = None if seed is None else int(seed) % GAME_SEED_MODULUS
-        if game_seed is not None and not (self._pristine and game_seed == self._settings.seed):
-            self._launch(self._settings.replace(seed=game_seed))
+        if game_seed is not None and not (self._pristine and game_seed == self.settings.seed):
+            self._launch(game_seed)
             self._start = self._await_start()
         elif self._start is None:
             if self._episode_running:
@@ -349,11 +352,9 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
     def close(self) -> None:
         """Stop the game and its process; safe to call more than once."""
         self._closed = True
-        unity, self._unity = self._unity, None
         self._episode_running = False
         self._start = self._current = None
-        if unity is not None:
-            unity.close()
+        self._game.close()
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -365,18 +366,19 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
                 "instead of calling reset() or step() on it."
             )
 
-    def _launch(self, settings: GameSettings) -> None:
-        """(Re)start the game with ``settings`` and reset it."""
-        if self._unity is not None:
-            self._unity.close()
-            self._unity = None
-        self._settings = settings
+    def _launch(self, seed: int | None) -> None:
+        """(Re)start the game (with ``seed`` if given) and reset it.
+
+        This env does not restart a failed game (:mod:`unity_gym.game.supervisor`): the bridge's
+        error is raised and the env is closed.
+        """
         self._episode_running = False
         self._start = self._current = None
-        unity = settings.launch(self._side_channels)
-        self._unity = unity
         try:
-            unity.reset()
+            self._game.launch(seed)
+        except GameFailedError as fault:
+            self.close()
+            raise fault.error from None
         except BaseException:
             self.close()
             raise

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import unity_gym  # noqa: F401  (registers Unity-v0)
+from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.pettingzoo import env as aec_env
 from unity_gym.pettingzoo import parallel_env
 
@@ -24,7 +25,8 @@ def test_gym_env_refuses_step_and_reset_after_close() -> None:
         env.step(env.action_space.sample())
     with pytest.raises(gymnasium.error.ClosedEnvironmentError, match="closed"):
         env.reset()  # does not silently start a new game
-    assert env.unwrapped._unity is None
+    with pytest.raises(UnityEnvironmentException, match="closed"):
+        _ = env.unwrapped.unity_env  # no game runs
 
 
 def test_pettingzoo_envs_refuse_step_and_reset_after_close() -> None:
@@ -64,6 +66,6 @@ def test_gym_reset_with_a_seed_beyond_int32_works(seed: int) -> None:
         again, _ = env.reset(seed=seed)  # equal seeds, equal episodes
         np.testing.assert_array_equal(first, again)
         env.step(env.action_space.sample())  # the env is open and usable
-        assert env.unwrapped._settings.seed == seed % 2**31
+        assert env.unwrapped.settings.seed == seed % 2**31
     finally:
         env.close()

@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -365,6 +366,40 @@ def test_a_game_killed_before_reset_is_restarted_within_the_rate_limit() -> None
     finally:
         game.close()
     assert wait_until_gone(live_child_pids() - before) == set()
+
+
+def test_a_game_that_crashes_while_it_starts_is_restarted(tmp_path: Path) -> None:
+    before = live_child_pids()
+    marker = tmp_path / "crashed-once"
+    game = UnityParallelEnv(scene="Stress", num_agents=2, scene_options={"crash_once": str(marker)})
+    try:
+        assert marker.exists() and game.restart_count == 1
+        assert game.possible_agents == STRESS_PAIR
+        observations, infos = game.reset()
+        assert game.agents == STRESS_PAIR
+        assert all("restart_reason" not in info for info in infos.values())
+        for agent in STRESS_PAIR:
+            assert observations[agent][STEP] == 1
+    finally:
+        game.close()
+    assert wait_until_gone(live_child_pids() - before) == set()
+
+
+def test_a_new_seed_whose_launch_fails_is_restarted_with_that_seed(tmp_path: Path) -> None:
+    marker = tmp_path / "crashed-once"
+    marker.touch()  # no crash until the marker is removed
+    game = UnityParallelEnv(scene="Stress", num_agents=2, scene_options={"crash_once": str(marker)})
+    try:
+        first, _ = game.reset(seed=5)
+        game.reset(seed=3)
+        marker.unlink()
+        observations, infos = game.reset(seed=5)  # this launch crashes while it starts
+        assert marker.exists() and game.restart_count == 1 and game.settings.seed == 5
+        for agent in STRESS_PAIR:
+            np.testing.assert_array_equal(observations[agent], first[agent])
+            assert infos[agent]["restart_reason"].startswith("game crashed (")
+    finally:
+        game.close()
 
 
 def test_the_lifetime_limit_stops_a_crashing_game_and_closes_it() -> None:

@@ -18,6 +18,7 @@ import gymnasium
 import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
+from process_utils import kill_ray_actor
 
 from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.pettingzoo import (
@@ -183,7 +184,7 @@ def test_lost_actor_truncates_live_agents_then_play_goes_on(
         observations, *_, infos = env.step(scripted_actions(env, step))
     assert env.agents == env.possible_agents
     lost_at, lost_game = env.game_location, game_pid(env)
-    ray.kill(env._actor)
+    kill_ray_actor(env._actor)
 
     with caplog.at_level(logging.WARNING, logger="unity_gym.pettingzoo"):
         outcome, rewards, terminations, truncations, out_infos = env.step(scripted_actions(env, 3))
@@ -283,7 +284,7 @@ def test_game_stats_come_back_from_the_actor(make_env: Any) -> None:
 def test_lost_actor_beyond_the_limits_closes_and_raises(make_env: Any) -> None:
     env = make_env(max_lifetime_restarts=0)
     env.reset()
-    ray.kill(env._actor)
+    kill_ray_actor(env._actor)
     with pytest.raises(RestartLimitError, match=r"max_lifetime_restarts=0") as raised:
         env.step(scripted_actions(env, 0))
     assert "lost its Ray actor" in str(raised.value)

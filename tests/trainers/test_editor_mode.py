@@ -75,6 +75,22 @@ def _stop(process: subprocess.Popen[Any]) -> None:
         process.wait()
 
 
+def _press_play_once(trainer: TrainerProcess, port: int, *player_args: str) -> tuple[int, str]:
+    """Press Play once the trainer listens; its exit code and stderr. The Editor's game must end
+    with the trainer (closed by it)."""
+    editor = None
+    try:
+        trainer.wait_for(PRESS_PLAY)
+        editor = _play(port, *player_args)
+        code, err = trainer.finish()
+        assert editor.wait(timeout=30) == 0  # the trainer closed the Editor's game
+    finally:
+        trainer.stop()
+        if editor is not None:
+            _stop(editor)
+    return code, err
+
+
 @pytest.mark.timeout(180)
 def test_unity_train_waits_for_the_editor_and_trains_when_play_is_pressed(tmp_path: Path) -> None:
     port = _free_port()
@@ -150,21 +166,35 @@ def test_nothing_connecting_is_a_clear_error(tmp_path: Path) -> None:
 def test_an_editor_scene_with_several_behaviors_is_a_clear_error(tmp_path: Path) -> None:
     port = _free_port()
     trainer = _trainer(tmp_path, "tennis", "--base-port", str(port))
-    editor = None
-    try:
-        trainer.wait_for(PRESS_PLAY)
-        editor = _play(port, "--scene", "Tennis")
-        code, err = trainer.finish()
-        assert editor.wait(timeout=30) == 0  # the trainer closed the Editor's game
-    finally:
-        trainer.stop()
-        if editor is not None:
-            _stop(editor)
+    code, err = _press_play_once(trainer, port, "--scene", "Tennis")
     assert code == 2, err
     assert "Traceback" not in err
     assert "several behaviors (Tennis?team=0, Tennis?team=1)" in err
-    assert "--env PATH" in err
+    assert "Name every behavior of the scene under `behaviors:`" in err and "--env PATH" in err
     assert err.count(PRESS_PLAY) == 1  # the Editor was not asked for a second Play
+    assert _port_is_free(port)
+
+
+@pytest.mark.timeout(180)
+def test_an_editor_scene_with_several_behaviors_trains_when_the_config_says_so(
+    tmp_path: Path,
+) -> None:
+    # A config with self_play: the Editor's one connection is opened for every behavior.
+    behavior = ppo_behavior(max_steps=200, summary_freq=100, time_horizon=20)
+    behavior["self_play"] = {"save_steps": 100, "swap_steps": 100, "team_change": 200}
+    config = tmp_path / "tennis.yaml"
+    config.write_text(yaml.safe_dump({"behaviors": {"Tennis": behavior}}), encoding="utf-8")
+    port = _free_port()
+    trainer = TrainerProcess(
+        [str(config), "--run-id", "tennis", "--results-dir", str(tmp_path / "results"),
+         "--seed", "1", "--base-port", str(port)],
+        tmp_path,
+    )  # fmt: skip
+    code, err = _press_play_once(trainer, port, "--scene", "Tennis")
+    assert code == 0, err
+    assert err.count(PRESS_PLAY) == 1
+    assert "the Unity Editor" in err and "PettingZoo" in err
+    assert (tmp_path / "results" / "tennis" / "Tennis.onnx").is_file()
     assert _port_is_free(port)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -147,3 +148,19 @@ def test_sac_on_asynchronous_games(run_train: RunTrain) -> None:
     )  # fmt: skip
     state = load_checkpoint(run / BEHAVIOR / "checkpoint.pt")
     assert state["step"] == 120 and state["update_count"] > 0
+
+
+def test_a_game_that_crashes_while_it_starts_does_not_stop_the_run(
+    run_train: RunTrain, tmp_path: Path
+) -> None:
+    # Issue 37, item 7: of the two games, the first to start exits while it starts; the run
+    # restarts it (as mlagents-learn restarts a failed worker) and trains to the end.
+    marker = tmp_path / "crashed-once"
+    behavior = ppo_behavior(max_steps=120, summary_freq=60, checkpoint_interval=10**6)
+    run = run_train(
+        {"behaviors": {BEHAVIOR: behavior}}, "--scene", "Stress", "--num-envs", "2",
+        "--env-args", "--option", f"crash_once={marker}",
+    )  # fmt: skip
+    assert marker.exists()
+    status = json.loads((run / "run_logs" / "training_status.json").read_text())
+    assert status[BEHAVIOR]["final_checkpoint"]["steps"] >= 120

@@ -141,7 +141,7 @@ def test_games_spread_over_nodes_and_survive_a_lost_node(
             process.wait()
     text = output.text()
     assert process.returncode == 0, text[-4000:]
-    assert f"game process 0 on Ray node {first.group(1)} (127.0.0.1) was lost" in text
+    assert f"Game process 0 lost its Ray actor on Ray node {first.group(1)} (127.0.0.1)" in text
     moved = re.search(r"Game worker 0 runs on Ray node (\w+) \(127\.0\.0\.1\) now", text)
     assert moved is not None, text[-4000:]
     free = {node.node_id[:8] for node in nodes if node is not victim} - {second.group(1)}

@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 from vector_helpers import eventually, pid_alive
 
+from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.timers import get_timer_tree, reset_timers
 from unity_gym.vector import RestartLimitError, UnityVectorEnv
 
@@ -141,3 +143,56 @@ def test_worker_timers_are_merged_into_the_main_tree(
     step = workers["children"]["worker_step"]
     assert step["count"] == 3 * 2
     assert "UnityEnvironment.step" in step["children"]
+
+
+@pytest.mark.parametrize("backend_name", ["inprocess", "subprocess"])
+def test_a_game_that_crashes_while_it_starts_is_restarted(
+    backend_name: str,
+    make_vector_env: Callable[..., UnityVectorEnv],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # crash_once: of the two games, the first to start exits with code 3 while it starts.
+    marker = tmp_path / "crashed-once"
+    with caplog.at_level(logging.WARNING, logger="unity_gym.vector"):
+        env = make_vector_env(
+            num_envs=4,
+            num_processes=2,
+            backend=backend_name,
+            scene_options={"crash_once": str(marker)},
+        )
+    assert marker.exists()
+    assert sorted(env.restart_counts) == [0, 1]
+    warnings = [r.message for r in caplog.records if "restarting it with the same" in r.message]
+    assert len(warnings) == 1 and "crashed" in warnings[0] and "return code 3" in warnings[0]
+    obs, _ = env.reset()
+    np.testing.assert_array_equal(obs[:, 0], 1)  # every slot starts its first episode
+    obs, _, _, truncated, _ = env.step(ZEROS)
+    assert not truncated.any()
+    np.testing.assert_array_equal(obs[:, 0], 2)
+
+
+def test_a_game_that_cannot_be_launched_is_not_restarted(
+    make_vector_env: Callable[..., UnityVectorEnv], tmp_path: Path
+) -> None:
+    with pytest.raises(UnityEnvironmentException, match="no executable found") as raised:
+        make_vector_env(num_envs=2, file_name=str(tmp_path / "missing-build"), scene=None)
+    assert not isinstance(raised.value, RestartLimitError)
+
+
+def test_a_new_seed_whose_launch_fails_is_restarted_with_that_seed(
+    make_vector_env: Callable[..., UnityVectorEnv], tmp_path: Path
+) -> None:
+    marker = tmp_path / "crashed-once"
+    marker.touch()  # no crash until the marker is removed
+    env = make_vector_env(
+        num_envs=4, backend="inprocess", scene_options={"crash_once": str(marker)}
+    )
+    first, _ = env.reset(seed=5)
+    env.reset(seed=3)
+    marker.unlink()
+    obs, info = env.reset(seed=5)  # this launch crashes while it starts
+    assert marker.exists() and env.restart_counts == [1]
+    np.testing.assert_array_equal(obs, first)
+    assert info["_restart_reason"].all()
+    assert "crashed" in info["restart_reason"][0]

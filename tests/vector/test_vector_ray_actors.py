@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
+from process_utils import kill_ray_actor
 
 from unity_gym.vector import RestartLimitError, UnityVectorEnv
 from unity_gym.vector.backends.ray_pool import RayPlacementError
@@ -25,7 +26,7 @@ ZEROS = np.zeros((4, 2), dtype=np.float32)
 
 def _kill_actor(env: UnityVectorEnv, ray: Any, worker: int) -> None:
     """Kill the Ray actor of ``worker`` (no restart by Ray: the backend must replace it)."""
-    ray.kill(env._backend._actors[worker], no_restart=True)  # type: ignore[attr-defined]
+    kill_ray_actor(env._backend._actors[worker])  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
@@ -48,7 +49,7 @@ def test_a_lost_actor_is_replaced_and_its_slots_truncated(
     assert truncated.tolist() == [False, False, True, True]
     assert not terminated.any()
     assert info["_restart_reason"].tolist() == [False, False, True, True]
-    assert "Ray actor of game process 1" in info["restart_reason"][2]
+    assert "game process 1 lost its Ray actor on Ray node" in info["restart_reason"][2]
     assert env.restart_counts == [0, 1]
     assert any("starting it again" in r.message for r in caplog.records)
     np.testing.assert_array_equal(obs[:2, 0], 6)  # game 0 simply went on

@@ -19,6 +19,7 @@ from trainers.settings.structuring import (
     _structure,
     _unknown_key_message,
 )
+from unity_gym.game.env_params import SAMPLER_PARAMETERS
 
 __all__ = [
     "CompletionCriteria",
@@ -33,13 +34,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("trainers.settings")
-
-_SAMPLER_PARAMETERS = {
-    "uniform": ("min_value", "max_value"),
-    "gaussian": ("mean", "st_dev"),
-    "multirangeuniform": ("intervals",),
-    "constant": ("value",),
-}
 
 
 @dataclass
@@ -264,15 +258,15 @@ def _parse_sampler(
         if key not in ("sampler_type", "sampler_parameters"):
             raise ConfigError(_unknown_key_message(path, key, valid))
     sampler_type = value.get("sampler_type")
-    if sampler_type not in _SAMPLER_PARAMETERS:
+    if not isinstance(sampler_type, str) or sampler_type not in SAMPLER_PARAMETERS:
         raise ConfigError(
             f"{path}.sampler_type: {sampler_type!r} is not a sampler; use one of "
-            f"{', '.join(_SAMPLER_PARAMETERS)}."
+            f"{', '.join(SAMPLER_PARAMETERS)}."
         )
     raw_params = value.get("sampler_parameters")
     if not isinstance(raw_params, Mapping):
         raise ConfigError(f"{path}.sampler_parameters: missing; give the sampler's parameters.")
-    expected = _SAMPLER_PARAMETERS[sampler_type]
+    expected = SAMPLER_PARAMETERS[sampler_type]
     params: dict[str, Any] = {}
     seed = -1
     for key, param in raw_params.items():

@@ -87,32 +87,23 @@ from pettingzoo import ParallelEnv
 
 from unity_gym.base_env import DecisionSteps, TerminalSteps
 from unity_gym.behavior_names import split_behavior_name
-from unity_gym.exceptions import UnityActionException, UnityEnvironmentException, UnityException
-from unity_gym.game.catalogue import scene_behaviors
-from unity_gym.game.env_params import apply_env_param
+from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.game.faults import RestartPolicy
 from unity_gym.game.settings import GameSettings
+from unity_gym.game.supervisor import GameFailedError, GameSupervisor
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
-from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
-from unity_gym.side_channels.stats_side_channel import EnvironmentStats, StatsSideChannel
+from unity_gym.side_channels.stats_side_channel import EnvironmentStats
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
-from unity_gym.vector.faults import (
-    RestartLimitError,
-    RestartPolicy,
-    RestartTracker,
-    describe_game_failure,
-    editor_wait_message,
-)
 
 if TYPE_CHECKING:
     from unity_gym.base_env import BehaviorSpec
-    from unity_gym.environment import UnityEnvironment
     from unity_gym.side_channels.side_channel import SideChannel
 
-__all__ = ["UnityParallelEnv", "agent_name_prefixes"]
+__all__ = ["ParallelOutcomes", "UnityParallelEnv", "agent_name_prefixes"]
 
 logger = logging.getLogger("unity_gym.pettingzoo")
 
-_Outcomes: TypeAlias = tuple[
+ParallelOutcomes: TypeAlias = tuple[
     dict[str, Any],
     dict[str, float],
     dict[str, bool],
@@ -152,14 +143,6 @@ class _Accumulated:
     group_id: int = 0
     obs: list[np.ndarray] | None = None
     mask: np.ndarray | None = None
-
-
-class _GameFailedError(Exception):
-    """The game crashed, quit or stopped answering (wraps the bridge's exception)."""
-
-    def __init__(self, error: UnityException) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
@@ -226,11 +209,10 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             )
         if max_cycles is not None and (not isinstance(max_cycles, int) or max_cycles < 1):
             raise ValueError(f"max_cycles must be a positive int or None, got {max_cycles!r}.")
-        self._restart_policy = RestartPolicy(
+        restart_policy = RestartPolicy(
             max_lifetime_restarts, restarts_rate_limit_n, restarts_rate_limit_period_s
         )
-        self._tracker = RestartTracker(self._restart_policy)
-        self._settings = GameSettings(
+        settings = GameSettings(
             file_name=file_name,
             scene=scene,
             seed=0 if seed is None else int(seed),
@@ -241,28 +223,17 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self.render_mode = render_mode
         self._flatten_obs = flatten_obs
         self._visual_obs: VisualLayout = visual_obs
-        params_channel = next(
-            (c for c in side_channels if isinstance(c, EnvironmentParametersChannel)), None
+        self._game = GameSupervisor(
+            settings,
+            label="game",
+            title="The game of this UnityParallelEnv",
+            owner="this UnityParallelEnv",
+            restart_policy=restart_policy,
+            side_channels=side_channels,
+            consequence="Its live agents report truncated=True and info['restart_reason'].",
+            report=lambda message: logger.warning("%s", message),
         )
-        if params_channel is None:
-            params_channel = EnvironmentParametersChannel()
-            side_channels = (*side_channels, params_channel)
-        self._params_channel = params_channel
-        stats_channel: StatsSideChannel | None = None
-        if all(c.channel_id != StatsSideChannel.CHANNEL_ID for c in side_channels):
-            stats_channel = StatsSideChannel()
-            side_channels = (*side_channels, stats_channel)
-        else:
-            stats_channel = next(
-                (c for c in side_channels if isinstance(c, StatsSideChannel)), None
-            )
-        self._stats_channel = stats_channel  # None: the user serves that id with another class
-        self._side_channels = tuple(side_channels)
-        self._unity: UnityEnvironment | None = None
-        self._closed = False  # close() was called (a step waiting in another thread must not
-        # restart the game)
-        self._game_specs: dict[str, BehaviorSpec] | None = None  # read at the first launch
-        self._declared_specs: dict[str, BehaviorSpec] = {}  # a built-in scene's behaviors
+        self._closed = False  # close() was called: reset() and step() refuse to run
         self._pristine = False  # launched with the current seed and never stepped since
         self._at_start = False  # at an episode start, not stepped since
         self._restart_ready = False  # the next episode's decisions are all known
@@ -271,9 +242,9 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self._cycles = 0
         self.agents: list[str] = []
 
-        failure: UnityException | None = None  # not restarted at construction: raised
         try:
-            self._launch(self._settings)
+            self._game.start()
+            self._pristine = self._at_start = True
             self._describe_game()
             if render_mode == "rgb_array" and not self._cameras:
                 raise ValueError(
@@ -281,14 +252,12 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                     f"the game has one ({sorted(self._observation_adapters)}). Use "
                     "render_mode=None."
                 )
-        except _GameFailedError as fault:
-            failure = fault.error
+        except GameFailedError as fault:  # after its start: raised, as a failure at start
+            self.close()
+            raise fault.error from None
         except BaseException:
             self.close()
             raise
-        if failure is not None:
-            self.close()
-            raise failure
 
     # -- PettingZoo API -----------------------------------------------------------------------
 
@@ -316,18 +285,18 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self._require_open()
         self._cycles = 0
         try:
-            if seed is not None and not (self._pristine and int(seed) == self._settings.seed):
-                self._launch(self._settings.replace(seed=int(seed)))
+            if seed is not None and not (self._pristine and int(seed) == self.settings.seed):
+                self._launch(int(seed))
             elif not self._at_start and not self._restart_ready:
                 self._exchange(reset=True)
             self._restart_ready = False
             observations, infos = self._start_episode()
-        except _GameFailedError as fault:
+        except GameFailedError as fault:
             observations, infos = self._restarted_reset(fault)
         self._at_start = True
         return observations, infos
 
-    def step(self, actions: Mapping[str, Any]) -> _Outcomes:
+    def step(self, actions: Mapping[str, Any]) -> ParallelOutcomes:
         """Act for every live agent and advance until each has reported (module docs).
 
         If the game fails meanwhile it is restarted and every live agent is truncated (module
@@ -363,7 +332,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         reports = {name: _Accumulated() for name in self.agents}
         try:
             self._advance(reports)
-        except _GameFailedError as fault:
+        except GameFailedError as fault:
             return self._restarted_step(reports, fault)
         self._cycles += 1
         out_of_cycles = self.max_cycles is not None and self._cycles >= self.max_cycles
@@ -396,7 +365,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self._closed = True
         self.agents = []
         self._live = {}
-        self._close_game()
+        self._game.close()
 
     def _require_open(self) -> None:
         """Raise ``gymnasium.error.ClosedEnvironmentError`` after :meth:`close`."""
@@ -419,12 +388,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         Raises:
             ValueError: on an invalid name or value (the env is unchanged).
         """
-        merged = {**(self._settings.env_params or {}), **dict(params)}
-        settings = self._settings.replace(env_params=merged)  # validates every value
-        self._settings = settings
-        if self._unity is not None:
-            for key, value in params.items():
-                apply_env_param(self._params_channel, key, value, settings.seed)
+        self._game.set_env_params(params)
 
     def get_and_reset_stats(self) -> EnvironmentStats:
         """The statistics the game sent since the previous call, then start a new collection.
@@ -441,23 +405,23 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             UnityEnvironmentException: a channel of another class passed in ``side_channels``
                 serves the stats channel id, so the stats are not collected here.
         """
-        if self._stats_channel is None:
+        if self._game.stats_channel is None:
             raise UnityEnvironmentException(
                 "The stats side channel id is served by a channel of another class passed in "
                 "side_channels, so this env does not collect the game's stats; read them from "
                 "that channel, or pass a StatsSideChannel (or none)."
             )
-        return self._stats_channel.get_and_reset_stats()
+        return self._game.take_stats()
 
     @property
     def restart_count(self) -> int:
         """Restarts of the game after a crash or hang so far (``reset(seed=...)`` not counted)."""
-        return self._tracker.restarts
+        return self._game.restarts
 
     @property
     def restart_policy(self) -> RestartPolicy:
         """The limits on restarting a crashed or hung game (from the constructor's arguments)."""
-        return self._restart_policy
+        return self._game.restart_policy
 
     def state(self) -> np.ndarray:
         """Not available: a Unity game exposes no global state.
@@ -471,126 +435,34 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _launch(self, settings: GameSettings) -> None:
-        """(Re)start the game with ``settings`` and reset it.
-
-        Raises:
-            _GameFailedError: the game failed to start or to reset (it is closed).
-            UnityEnvironmentException: a relaunched game's behaviors or specs differ from the
-                first launch's (the env is closed).
-        """
-        self._close_game()
-        self._settings = settings
+    def _launch(self, seed: int) -> None:
+        """Relaunch the game with ``seed`` (:meth:`GameSupervisor.launch`); no agent is live."""
         self.agents = []
         self._live = {}
         self._restart_ready = False
-        try:
-            self._unity = settings.launch(self._side_channels)
-            self._unity.reset()
-        except UnityActionException:
-            self.close()
-            raise
-        except UnityException as error:
-            self._close_game()
-            raise _GameFailedError(error) from error
-        except BaseException:
-            self.close()
-            raise
-        self._check_same_game()
+        self._game.launch(seed)
         self._pristine = self._at_start = True
 
-    def _close_game(self) -> None:
-        unity, self._unity = self._unity, None
-        if unity is not None:
-            unity.close()
-
-    def _check_same_game(self) -> None:
-        """Refuse a relaunched game whose behaviors or specs differ from the first launch's.
-
-        Raises:
-            UnityEnvironmentException: they differ (the env is closed).
-        """
-        known = self._game_specs
-        if known is None:
-            return
-        specs = dict(self.unity_env.behavior_specs)
-        # a declared behavior may come now or later: compare what the game reported
-        expected = {**self._declared_specs, **known}
-        if all(expected.get(name) == spec for name, spec in specs.items()) and all(
-            name in specs or name in self._declared_specs for name in known
-        ):
-            return
-        changed = sorted(
-            name for name in set(specs) | set(known) if specs.get(name) != known.get(name)
-        )
-        self.close()
-        raise UnityEnvironmentException(
-            f"The relaunched game (seed {self._settings.seed}) does not match the game this "
-            f"UnityParallelEnv started with: behaviors {changed} are new, missing or have other "
-            f"specs (now {sorted(specs)}, first {sorted(known)}). possible_agents and spaces "
-            "never change; make the game start with the same behaviors whatever the seed, or "
-            "create a new env for a different game."
-        )
-
     def _exchange(self, *, reset: bool = False) -> None:
-        """One reset or step of the bridge; game failures become :class:`_GameFailedError`."""
-        unity = self.unity_env
-        try:
-            if reset:
-                unity.reset()
-            else:
-                unity.step()
-        except UnityActionException:
-            raise
-        except UnityException as error:
-            raise _GameFailedError(error) from error
+        """One reset or step of the bridge (:meth:`GameSupervisor.exchange`)."""
+        self._game.exchange(reset=reset)
 
-    def _recover(self, fault: _GameFailedError) -> str:
-        """Relaunch the failed game with the same settings, within the restart limits.
-
-        Relaunches that fail again are retried (each counts as a restart).
+    def _recover(self, fault: GameFailedError) -> str:
+        """Restart the failed game (:meth:`GameSupervisor.restart`); no agent is live after.
 
         Returns:
             The restart reason for the agents' infos.
-
-        Raises:
-            RestartLimitError: the limits refuse a restart (the game is closed).
-            UnityEnvironmentException: the relaunched game differs from the first one.
         """
-        first_reason: str | None = None
-        while True:
-            if self._closed:
-                raise UnityEnvironmentException(
-                    "This UnityParallelEnv was closed while it waited for its game; the game is "
-                    "not restarted."
-                ) from fault.error
-            reason = describe_game_failure(fault.error, self._settings.timeout_wait)
-            first_reason = first_reason or reason
-            try:
-                self._tracker.admit("The game of this UnityParallelEnv", reason, fault.error)
-            except RestartLimitError:
-                self.close()
-                raise
-            logger.warning(
-                "The game %s; restarting it with the same settings (restart %d, seed %d). Its "
-                "live agents report truncated=True and info['restart_reason']. Details: %s",
-                reason,
-                self._tracker.restarts,
-                self._settings.seed,
-                fault.error,
-            )
-            if self._settings.editor:
-                logger.warning("%s", editor_wait_message(self._settings, reason))
-            try:
-                self._launch(self._settings)
-            except _GameFailedError as again:
-                fault = again
-                continue
-            return f"game {first_reason}; restarted"
+        self.agents = []
+        self._live = {}
+        self._restart_ready = False
+        reason = self._game.restart(fault)
+        self._pristine = self._at_start = True
+        return reason
 
     def _restarted_step(
-        self, reports: dict[str, _Accumulated], fault: _GameFailedError
-    ) -> _Outcomes:
+        self, reports: dict[str, _Accumulated], fault: GameFailedError
+    ) -> ParallelOutcomes:
         """Restart the failed game and end every agent of the interrupted step (module docs)."""
         outcomes: dict[str, _Accumulated] = {}
         for name, report in reports.items():
@@ -604,7 +476,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             info["restart_reason"] = reason
         return result
 
-    def _outcomes(self, reports: dict[str, _Accumulated], *, end_all: bool) -> _Outcomes:
+    def _outcomes(self, reports: dict[str, _Accumulated], *, end_all: bool) -> ParallelOutcomes:
         """``step``'s result for ``reports``: an ended Unity episode is terminated (or truncated
         when interrupted); with ``end_all`` every other agent is truncated too."""
         observations: dict[str, Any] = {}
@@ -623,14 +495,14 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         return observations, rewards, terminations, truncations, infos
 
     def _restarted_reset(
-        self, fault: _GameFailedError
+        self, fault: GameFailedError
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """Restart the failed game and start an episode in it (module docs)."""
         while True:
             reason = self._recover(fault)
             try:
                 observations, infos = self._start_episode()
-            except _GameFailedError as again:
+            except GameFailedError as again:
                 fault = again
                 continue
             for info in infos.values():
@@ -640,20 +512,8 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
     def _describe_game(self) -> None:
         """Read behaviors, spaces and ``possible_agents`` from the game's first decisions (and
         from a built-in scene's declaration)."""
-        unity = self.unity_env
-        self._game_specs = dict(unity.behavior_specs)
-        settings = self._settings
-        declared: dict[str, tuple[BehaviorSpec, int]] = {}
-        if settings.scene is not None:
-            try:
-                declared = scene_behaviors(
-                    settings.scene, settings.scene_options, settings.num_agents, settings.num_areas
-                )
-            except ValueError:  # a scene only the player's own path holds: as for a build
-                declared = {}
-        #: Specs of the behaviors a built-in scene declares (reported or not yet).
-        self._declared_specs = {name: spec for name, (spec, _) in declared.items()}
-        specs = {**self._declared_specs, **self._game_specs}
+        declared = self._game.declared_behaviors
+        specs: dict[str, BehaviorSpec] = {**self._game.declared_specs, **self._game.first_specs}
         self._prefixes = agent_name_prefixes(sorted(specs))
         self._observation_adapters = {
             name: ObservationAdapter(

@@ -47,7 +47,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -55,10 +55,11 @@ from pettingzoo import ParallelEnv
 
 from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.game.settings import GameSettings
-from unity_gym.pettingzoo.parallel_env import UnityParallelEnv
+from unity_gym.pettingzoo.parallel_env import ParallelOutcomes, UnityParallelEnv
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats
 from unity_gym.vector.backends.ray_pool import (
-    first_line,
+    NOT_PLACED,
+    admit_lost_actor,
     game_actor_options,
     placement_error,
     this_node,
@@ -69,20 +70,11 @@ __all__ = ["RayParallelEnv", "ray_parallel_env"]
 
 logger = logging.getLogger("unity_gym.pettingzoo")
 
-_Outcomes: TypeAlias = tuple[
-    dict[str, Any],
-    dict[str, float],
-    dict[str, bool],
-    dict[str, bool],
-    dict[str, dict[str, Any]],
-]
-"""What ``ParallelEnv.step`` returns: observations, rewards, terminations, truncations, infos."""
 
 _CLOSE_TIMEOUT_S = 10.0
 """How long :meth:`RayParallelEnv.close` waits for a placed actor to close its game before
 killing the actor (the game dies with it)."""
 
-_NOT_PLACED = "not placed yet"
 
 _RESTART_LIMITS = ("max_lifetime_restarts", "restarts_rate_limit_n", "restarts_rate_limit_period_s")
 
@@ -241,7 +233,7 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
         self._last_infos: dict[str, dict[str, Any]] = {}
         self._frame: np.ndarray | None = None
         self.agents: list[str] = []
-        self.game_location = _NOT_PLACED
+        self.game_location = NOT_PLACED
         """Where the game runs: ``"Ray node <id8> (<ip>)"``."""
 
         try:
@@ -299,7 +291,7 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
                 info["restart_reason"] = reason
         return observations, infos
 
-    def step(self, actions: Mapping[str, Any]) -> _Outcomes:
+    def step(self, actions: Mapping[str, Any]) -> ParallelOutcomes:
         """Act for every live agent, as :meth:`UnityParallelEnv.step` does.
 
         A lost actor is replaced and every live agent is truncated (module docs).
@@ -338,7 +330,7 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
         actor, self._actor = self._actor, None
         if actor is None:
             return
-        if self.game_location != _NOT_PLACED:  # an actor never placed would never answer
+        if self.game_location != NOT_PLACED:  # an actor never placed would never answer
             with contextlib.suppress(Exception):
                 self._ray.get(actor.close.remote(), timeout=_CLOSE_TIMEOUT_S)
         with contextlib.suppress(Exception):
@@ -442,7 +434,7 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
         ray = self._ray
         actor: Any = self._actor_class.remote()
         self._actor = actor
-        self.game_location = _NOT_PLACED
+        self.game_location = NOT_PLACED
         probe = actor.where.remote()
         started = actor.start.remote(self._game_kwargs())
         ready, _ = ray.wait([probe], timeout=self._timeout_wait)
@@ -477,11 +469,14 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
             UnityEnvironmentException: the new actor's game differs from the first one.
         """
         while True:
-            placed = self.game_location != _NOT_PLACED
-            lost_at = f"on {self.game_location}" if placed else "before it was placed"
-            what = f"lost its Ray actor {lost_at} ({first_line(error)})"
             try:
-                self._tracker.admit("The game of this RayParallelEnv", what, error)
+                what = admit_lost_actor(
+                    self._tracker,
+                    "The game of this RayParallelEnv",
+                    "game",
+                    self.game_location,
+                    error,
+                )
             except RestartLimitError:
                 self.close()
                 raise
@@ -497,14 +492,14 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
             self._check_same_game(description)
             self._actor_restarts = description.restart_count
             logger.warning(
-                "The game of this RayParallelEnv %s; a new actor runs it on %s now (restart %d, "
+                "This RayParallelEnv's %s; a new actor runs it on %s now (restart %d, "
                 "seed %s). Its live agents report truncated=True and info['restart_reason'].",
                 what,
                 self.game_location,
                 self.restart_count,
                 self._seed if self._seed is not None else 0,
             )
-            return f"game {what}; restarted on {self.game_location}"
+            return f"{what}; restarted on {self.game_location}"
 
     def _check_same_game(self, description: _Description) -> None:
         """Refuse a new actor whose game has other agents or spaces than the first one's."""
@@ -522,7 +517,7 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
             "make every node run the same build."
         )
 
-    def _lost_in_step(self, error: BaseException) -> _Outcomes:
+    def _lost_in_step(self, error: BaseException) -> ParallelOutcomes:
         """Replace the lost actor and end every live agent of the interrupted step."""
         reason = self._replace_actor(error)
         live, self.agents = self.agents, []

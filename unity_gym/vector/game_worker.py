@@ -23,16 +23,10 @@ from gymnasium.vector import AutoresetMode
 
 from unity_gym.base_env import ActionTuple, BehaviorSpec, DecisionSteps, TerminalSteps
 from unity_gym.behavior_names import select_behavior
-from unity_gym.environment import UnityEnvironment
-from unity_gym.exceptions import (
-    UnityActionException,
-    UnityEnvironmentException,
-    UnityException,
-)
-from unity_gym.game.env_params import apply_env_param
+from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.game.faults import RestartPolicy
 from unity_gym.game.settings import GameSettings
-from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
-from unity_gym.side_channels.stats_side_channel import StatsSideChannel
+from unity_gym.game.supervisor import GameFailedError, GameSupervisor
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
 from unity_gym.timers import get_timer_tree, hierarchical_timer, reset_timers
 from unity_gym.vector.autoreset import AgentSlots, Routing, SlotResults
@@ -46,13 +40,6 @@ from unity_gym.vector.buffers import (
     OBS_PREFIX,
     BufferLayout,
     StepBuffers,
-)
-from unity_gym.vector.faults import (
-    RestartLimitError,
-    RestartPolicy,
-    RestartTracker,
-    describe_game_failure,
-    editor_wait_message,
 )
 from unity_gym.vector.messages import (
     GameDescription,
@@ -97,14 +84,6 @@ class WorkerConfig:
     max_exchanges_per_step: int = 10_000
 
 
-class _GameFailedError(Exception):
-    """The game crashed, quit or stopped answering (wraps the bridge's exception)."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
 class GameWorker:
     """Runs one game for a vector env; see the module documentation.
 
@@ -114,14 +93,16 @@ class GameWorker:
 
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
-        self._env: UnityEnvironment | None = None
-        self._seed = config.settings.seed
-        self._env_params: dict[str, Any] = dict(config.settings.env_params or {})
-        self._params_channel: EnvironmentParametersChannel | None = None
-        self._stats_channel: StatsSideChannel | None = None
-        self._stats: dict[str, list[tuple[float, int]]] = {}
+        self._events: list[tuple[int, str]] = []
+        self._game = GameSupervisor(
+            config.settings,
+            label=f"game process {config.index}",
+            owner="this vector env",
+            restart_policy=config.restart_policy,
+            consequence="Its slots report truncated=True.",
+            report=lambda message: self._events.append((logging.WARNING, message)),
+        )
         self._pristine = False
-        self._tracker = RestartTracker(config.restart_policy)
         self._behavior: str | None = None
         self._spec: BehaviorSpec | None = None
         self._obs_adapter: ObservationAdapter | None = None
@@ -133,7 +114,6 @@ class GameWorker:
         self._decisions: DecisionSteps | None = None
         self._user_continuous = np.zeros((0, 0), dtype=np.float32)
         self._user_discrete = np.zeros((0, 0), dtype=np.int32)
-        self._events: list[tuple[int, str]] = []
         self._restart_reason: str | None = None
         self._last_timer_report = time.monotonic()
         self._last_results: SlotResults | None = None
@@ -173,8 +153,7 @@ class GameWorker:
         reply.events = self._events
         reply.restart_reason = self._restart_reason
         reply.stats = self._take_stats()
-        process = self._env.process if self._env is not None else None
-        reply.game_pid = None if process is None else process.pid
+        reply.game_pid = self._game_pid()
         now = time.monotonic()
         if (
             request.kind is RequestKind.CLOSE
@@ -219,26 +198,13 @@ class GameWorker:
         reply.events = self._events
         reply.restart_reason = lost.reason
         reply.stats = self._take_stats()
-        process = self._env.process if self._env is not None else None
-        reply.game_pid = None if process is None else process.pid
+        reply.game_pid = self._game_pid()
         return reply
 
     def _take_env_params(self, overrides: dict[str, Any] | None) -> None:
-        """Adopt ``overrides``; queue the changed ones on the running game's parameters channel
-        (they reach it with the next exchange). A later launch uses all of them."""
-        if not overrides:
-            return
-        changed = {
-            key: value
-            for key, value in overrides.items()
-            if key not in self._env_params or self._env_params[key] != value
-        }
-        if not changed:
-            return
-        self._env_params.update(changed)
-        if self._env is not None and self._params_channel is not None:
-            for key, value in changed.items():
-                apply_env_param(self._params_channel, key, value, self._seed)
+        """Adopt ``overrides`` (:meth:`GameSupervisor.set_env_params`)."""
+        if overrides:
+            self._game.set_env_params(overrides)
 
     def _continue_lost_step(self, previous: dict[str, np.ndarray]) -> None:
         """Finish a lost worker's step as a restart of its game (the new game just launched)."""
@@ -261,7 +227,7 @@ class GameWorker:
         try:
             self._absorb()
             self._run_until_complete()
-        except _GameFailedError as fault:
+        except GameFailedError as fault:
             self._recover(fault, during_step=True)
         self._last_results = slots.finish()
 
@@ -273,12 +239,14 @@ class GameWorker:
         return description
 
     def _launch_and_allocate(self) -> GameDescription:
-        """Launch the game, check its agent count and allocate the slots' private rows."""
-        try:
-            self._launch(self._seed)
-        except _GameFailedError as fault:
-            raise fault.error from None
-        assert self._env is not None and self._spec is not None and self._behavior is not None
+        """Launch the game, check its agent count and allocate the slots' private rows.
+
+        A game that fails while it starts is restarted (:meth:`GameSupervisor.start`).
+        """
+        restarted = self._game.start()
+        self._restart_reason = self._restart_reason or restarted
+        self._adopt_game()
+        assert self._spec is not None and self._behavior is not None
         expected = self.config.expected_agents
         count = len(self._decisions) if self._decisions is not None else 0
         if expected is not None and count != expected:
@@ -306,13 +274,12 @@ class GameWorker:
         mask = self._rows.get(f"{INFO_PREFIX}action_mask")
         if mask is not None:
             mask.fill(True)
-        process = self._env.process if self._env is not None else None
         return GameDescription(
             behavior_name=self._behavior,
             behavior_spec=self._spec,
             num_agents=count,
-            behavior_names=tuple(sorted(self._env.behavior_specs)) if self._env else (),
-            pid=None if process is None else process.pid,
+            behavior_names=tuple(sorted(self._game.env.behavior_specs)),
+            pid=self._game_pid(),
         )
 
     def _attach(self, request: WorkerRequest) -> None:
@@ -327,48 +294,32 @@ class GameWorker:
         for name, array in staged.items():
             self._rows[name][...] = array
 
-    def _launch(self, seed: int) -> None:
-        """Start the game with ``seed`` and reset it through the bridge (slots untouched).
+    def _adopt_game(self) -> None:
+        """Read the behavior, its spec and first decisions of the game just (re)launched.
 
         Raises:
-            _GameFailedError: if the game cannot be started or fails during its first reset.
-            UnityEnvironmentException: if its behaviors do not fit the configuration.
+            UnityEnvironmentException: its behaviors do not fit the configuration.
         """
-        settings = self.config.settings.replace(seed=seed, env_params=dict(self._env_params))
-        self._seed = seed
-        self._params_channel = EnvironmentParametersChannel()
-        self._collect_stats()  # what the previous game sent before it closed or failed
-        self._stats_channel = StatsSideChannel()
-        try:
-            self._env = settings.launch(side_channels=[self._params_channel, self._stats_channel])
-        except UnityException as error:
-            raise _GameFailedError(error) from error
-        self._exchange(reset=True)
-        env = self._env
+        env = self._game.env
         behavior = select_behavior(list(env.behavior_specs), self.config.behavior_name)
-        spec = env.behavior_specs[behavior]
-        if self._spec is not None and spec != self._spec:
-            raise UnityEnvironmentException(
-                f"Game process {self.config.index} came back with a different spec for "
-                f"{behavior!r}: {spec} instead of {self._spec}."
-            )
-        self._behavior, self._spec = behavior, spec
+        self._behavior, self._spec = behavior, env.behavior_specs[behavior]
         self._decisions = env.get_steps(behavior)[0]
 
     def _reset(self, seed: int | None) -> None:
         slots = self._slots
         assert slots is not None
-        if self._pristine and seed in (None, self._seed):
+        if self._pristine and seed in (None, self._game.settings.seed):
             return  # the game has not moved since its launch: its first observations stand
         if seed is not None:
-            self._close_env()
+            self._decisions = None
             try:
-                self._launch(seed)
-            except _GameFailedError as fault:
-                raise UnityEnvironmentException(
-                    f"Game process {self.config.index} failed to start again with seed {seed}: "
-                    f"{fault.error}"
-                ) from fault.error
+                self._game.launch(seed)
+                self._adopt_game()
+            except GameFailedError as fault:  # restarted with the new seed, as any failure
+                self._recover(fault, during_step=False)
+                self._last_results = slots.finish()
+                self._pristine = True
+                return
             self._collect_first_observations()
             return
         self._pristine = False
@@ -377,7 +328,7 @@ class GameWorker:
             self._exchange(reset=True)
             self._absorb()
             self._run_until_complete()
-        except _GameFailedError as fault:
+        except GameFailedError as fault:
             self._recover(fault, during_step=False)
         self._last_results = slots.finish()
 
@@ -389,7 +340,7 @@ class GameWorker:
             slots.begin_reset()
             self._absorb()
             self._run_until_complete()
-        except _GameFailedError as fault:
+        except GameFailedError as fault:
             self._recover(fault, during_step=False)
         self._last_results = slots.finish()
         self._pristine = True
@@ -415,40 +366,24 @@ class GameWorker:
             self._exchange()
             self._absorb()
             self._run_until_complete()
-        except _GameFailedError as fault:
+        except GameFailedError as fault:
             self._recover(fault, during_step=True)
         self._last_results = slots.finish()
 
     def close(self) -> None:
         """Close the game and detach from the buffers (safe to call twice)."""
-        self._close_env()
+        self._decisions = None
+        self._game.close()
         self._rows = {}
         if self._buffers is not None:
             self._buffers.close()
             self._buffers = None
 
-    def _close_env(self) -> None:
-        env, self._env = self._env, None
-        self._decisions = None
-        if env is not None:
-            env.close()
-
     # -- exchanges ----------------------------------------------------------------------------
 
     def _exchange(self, *, reset: bool = False) -> None:
-        """One reset or step of the bridge; game failures become :class:`_GameFailedError`."""
-        env = self._env
-        if env is None:
-            raise _GameFailedError(UnityEnvironmentException("the game is not running"))
-        try:
-            if reset:
-                env.reset()
-            else:
-                env.step()
-        except UnityActionException:
-            raise
-        except UnityException as error:
-            raise _GameFailedError(error) from error
+        """One reset or step of the bridge (:meth:`GameSupervisor.exchange`)."""
+        self._game.exchange(reset=reset)
 
     def _run_until_complete(self) -> None:
         slots = self._slots
@@ -468,8 +403,8 @@ class GameWorker:
             exchanges += 1
 
     def _send_actions(self) -> None:
-        env, slots, decisions = self._env, self._slots, self._decisions
-        assert env is not None and slots is not None and self._spec is not None
+        env, slots, decisions = self._game.env, self._slots, self._decisions
+        assert slots is not None and self._spec is not None
         if decisions is None or len(decisions) == 0:
             return
         agent_slots, use_user = slots.action_sources(decisions.agent_id)
@@ -488,9 +423,9 @@ class GameWorker:
 
     def _absorb(self) -> None:
         """Account the bridge's latest reply and write the routed observations."""
-        env, slots = self._env, self._slots
-        assert env is not None and slots is not None and self._behavior is not None
-        decisions, terminals = env.get_steps(self._behavior)
+        slots = self._slots
+        assert slots is not None and self._behavior is not None
+        decisions, terminals = self._game.env.get_steps(self._behavior)
         self._decisions = decisions
         routing = slots.record(
             decisions.agent_id,
@@ -529,30 +464,15 @@ class GameWorker:
 
     # -- faults -------------------------------------------------------------------------------
 
-    def _recover(self, fault: _GameFailedError, *, during_step: bool) -> None:
-        """Relaunch the failed game and collect its first observations (see module docs)."""
+    def _recover(self, fault: GameFailedError, *, during_step: bool) -> None:
+        """Restart the failed game (:meth:`GameSupervisor.restart`) and collect its first
+        observations into the slots (module documentation)."""
         slots = self._slots
         assert slots is not None
         while True:
-            reason = describe_game_failure(fault.error, self.config.settings.timeout_wait)
-            try:
-                self._tracker.admit(f"Game process {self.config.index}", reason, fault.error)
-            except RestartLimitError:
-                self._close_env()
-                raise
-            self._restart_reason = f"game process {self.config.index} {reason}; restarted"
-            self._events.append(
-                (
-                    logging.WARNING,
-                    f"Game process {self.config.index} {reason}; restarting it with the same "
-                    f"settings (restart {self._tracker.restarts}, seed {self._seed}). Its slots "
-                    f"report truncated=True. Details: {fault.error}",
-                )
-            )
-            self._close_env()
-            if self.config.settings.editor:
-                # Said now, not with the reply: the relaunch below waits for Play in the Editor.
-                logger.warning("%s", editor_wait_message(self.config.settings, reason))
+            self._decisions = None
+            reason = self._game.restart(fault)
+            self._restart_reason = self._restart_reason or reason
             if during_step:
                 running = slots.begin_restart()
                 if self.config.autoreset_mode is AutoresetMode.SAME_STEP:
@@ -564,11 +484,11 @@ class GameWorker:
             else:
                 slots.begin_reset()
             try:
-                self._launch(self._seed)
+                self._adopt_game()
                 self._absorb()
                 self._run_until_complete()
                 return
-            except _GameFailedError as again:
+            except GameFailedError as again:
                 fault = again
 
     # -- replies ------------------------------------------------------------------------------
@@ -594,20 +514,18 @@ class GameWorker:
                 if name not in (ACTION_CONTINUOUS, ACTION_DISCRETE)
             }
 
-    def _collect_stats(self) -> None:
-        """Move what the stats channel received into the stats of the next reply."""
-        if self._stats_channel is None:
-            return
-        for key, values in self._stats_channel.get_and_reset_stats().items():
-            self._stats.setdefault(key, []).extend(
-                (float(value), method.value) for value, method in values
-            )
-
     def _take_stats(self) -> dict[str, list[tuple[float, int]]] | None:
         """The stats received since the previous reply, as plain types (None: none)."""
-        self._collect_stats()
-        stats, self._stats = self._stats, {}
+        stats = {
+            key: [(float(value), method.value) for value, method in values]
+            for key, values in self._game.take_stats().items()
+        }
         return stats or None
+
+    def _game_pid(self) -> int | None:
+        """The running game's process id (None: none runs, or the Unity Editor)."""
+        process = self._game.env.process if self._game.running else None
+        return None if process is None else process.pid
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -630,4 +548,4 @@ class GameWorker:
     @property
     def restarts(self) -> int:
         """Restarts of the game so far."""
-        return self._tracker.restarts
+        return self._game.restarts

@@ -23,7 +23,9 @@ channel ``c``, row ``h``, column ``w``. Every executed action adds its first com
 reward. ``teams=2`` makes two behaviors ``Stress?team=0/1`` (one agent each per area);
 ``group_size=k`` puts consecutive agents of a behavior in groups of ``k``, each group earning a
 group reward of 1 per Academy step. Faults: ``crash_after=N`` exits with code 3 at Academy step
-``N``; ``hang_after=N`` stops answering at step ``N`` (the process exits when its parent dies).
+``N``; ``hang_after=N`` stops answering at step ``N`` (the process exits when its parent dies);
+``crash_once=PATH`` exits with code 3 while the scene starts unless the file ``PATH`` exists, which
+it creates first (so of the games sharing ``PATH``, one crashes once at start-up).
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ class StressScene(Scene):
         SceneOption("jitter", float, 0.0, "relative random variation of step_time (0..1)"),
         SceneOption("crash_after", int, 0, "exit with code 3 at this Academy step (0 = never)"),
         SceneOption("hang_after", int, 0, "stop answering at this Academy step (0 = never)"),
+        SceneOption("crash_once", str, "", "exit with code 3 at start-up unless this file exists"),
     )
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
@@ -147,6 +150,8 @@ class StressScene(Scene):
         """Per-slot counters, groups and the timing generator."""
         super().setup(context)
         opts = self.options
+        if opts["crash_once"]:
+            _crash_once(str(opts["crash_once"]))
         self.obs_size = int(opts["obs_size"])
         self.episode_length = int(opts["episode_length"])
         self.step_time = float(opts["step_time"])
@@ -274,6 +279,18 @@ class StressScene(Scene):
         for branch, size in enumerate(spec.discrete_branches):
             discrete[:, branch] = steps % size
         return continuous.astype(np.float32), discrete.astype(np.int32)
+
+
+def _crash_once(marker: str) -> None:
+    """Exit with :data:`CRASH_EXIT_CODE` unless ``marker`` exists (created atomically first)."""
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return
+    logger.error("Stress: simulated crash at start-up (crash_once=%s)", marker)
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(CRASH_EXIT_CODE)
 
 
 def _hang_until_orphaned() -> None:

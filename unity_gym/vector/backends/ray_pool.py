@@ -175,7 +175,7 @@ class RayBackend(WorkerBackend):
         for config in configs:
             self._configs.append(config)
             self._actors.append(None)
-            self._locations.append("not placed yet")
+            self._locations.append(NOT_PLACED)
             self._attach.append(None)
             self._last_rows.append(None)
             self._trackers.append(RestartTracker(config.restart_policy))
@@ -226,7 +226,7 @@ class RayBackend(WorkerBackend):
         """A new actor for ``worker``, and a placement probe bounded by its ``timeout_wait``."""
         config = self._configs[worker]
         self._actors[worker] = self._actor_class.remote(config)
-        self._locations[worker] = "not placed yet"
+        self._locations[worker] = NOT_PLACED
         probe = self._actors[worker].where.remote()
         limit = float(config.settings.timeout_wait)
         self._pending[probe] = _Pending(worker, None, time.monotonic() + limit)
@@ -304,15 +304,17 @@ class RayBackend(WorkerBackend):
             An error reply when the request cannot be continued (restart limits, CLOSE), else
             nothing (the take-over's reply comes later).
         """
-        lost_at = self._locations[worker]
-        detail = first_line(error)
         if request.kind is RequestKind.CLOSE:
             return [WorkerReply(worker, request.seq, request.kind)]
-        what = f"the Ray actor of game process {worker} on {lost_at} was lost ({detail})"
         try:
-            self._trackers[worker].admit(f"Game process {worker}", "lost its Ray actor", error)
+            what = admit_lost_actor(
+                self._trackers[worker],
+                f"Game process {worker}",
+                f"game process {worker}",
+                self._locations[worker],
+                error,
+            )
         except RestartLimitError as refused:
-            refused.add_note(f"({what})")
             return [WorkerReply(worker, request.seq, request.kind, error=refused)]
         logger.warning(
             "%s%s; starting it again wherever the cluster has room (restart %d).",
@@ -335,6 +337,39 @@ class RayBackend(WorkerBackend):
             ref = self._actors[worker].take_over.remote(request, takeover)
         self._pending[ref] = _Pending(worker, request)
         return []
+
+
+NOT_PLACED = "not placed yet"
+"""Where an actor runs before a node took it."""
+
+
+def admit_lost_actor(
+    tracker: RestartTracker, title: str, label: str, location: str, error: BaseException
+) -> str:
+    """Count the loss of the Ray actor that hosted a game as one restart of that game.
+
+    One rule for both Ray fronts (the vector env's backend and ``RayParallelEnv``): a lost actor
+    is replaced within the game's :class:`~unity_gym.game.faults.RestartPolicy`, with its own
+    :class:`~unity_gym.game.faults.RestartTracker` (apart from the game's restarts inside the
+    actor, which its :class:`~unity_gym.game.supervisor.GameSupervisor` counts).
+
+    Args:
+        tracker: the actor losses of this game so far.
+        title: the game at the start of a message (``"Game process 3"``).
+        label: the game in restart reasons (``"game process 3"``).
+        location: where the actor ran (:data:`NOT_PLACED` before a node took it).
+        error: Ray's error.
+
+    Returns:
+        What happened, ``"<label> lost its Ray actor on <location> (<Ray's error>)"``.
+
+    Raises:
+        RestartLimitError: the limits refuse a new actor.
+    """
+    where = "before it was placed" if location == NOT_PLACED else f"on {location}"
+    what = f"lost its Ray actor {where} ({first_line(error)})"
+    tracker.admit(title, what, error)
+    return f"{label} {what}"
 
 
 def first_line(error: BaseException) -> str:
