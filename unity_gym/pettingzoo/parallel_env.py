@@ -26,12 +26,14 @@ the game until each of them has reported (requested a decision or ended its epis
 often than the others gets zero actions for its extra decisions (the parallel API has no way to
 ask for them).
 
-Reset and seeding. ``reset(seed=s)`` restarts the game process with seed ``s`` (the game takes
-its seed at start-up only), unless it was just started with ``s`` and not stepped since; equal
-seeds give equal episodes. ``reset()`` without a seed reuses the game: when the last episode
-ended with all agents finishing in the same game step and their next decisions arrived in that
-step, those decisions start the new episode without resetting the game; otherwise the game is
-reset. ``options`` are accepted and ignored.
+Reset and seeding. ``reset(seed=s)`` restarts the game process with seed ``s % 2**31`` (the game
+takes its seed at start-up only; :func:`unity_gym.game.settings.game_seed`, the rule of every
+front: any non-negative int, a negative or non-int seed raises ``SeedError``), unless it was
+just started with that seed and not stepped since; equal seeds give equal episodes.
+``reset()`` without a seed reuses the game: when the last episode ended with all agents
+finishing in the same game step and their next decisions arrived in that step, those decisions
+start the new episode without resetting the game; otherwise the game is reset. ``options`` are
+accepted and ignored.
 
 Infos. Every agent's info holds ``"agent_id"`` (Unity id), ``"behavior_name"``,
 ``"group_id"`` (0 = no group) and ``"group_reward"`` (float, the group's reward since the
@@ -90,7 +92,7 @@ from unity_gym.behavior_names import split_behavior_name
 from unity_gym.exceptions import UnityActionException, UnityEnvironmentException, UnityException
 from unity_gym.game.catalogue import scene_behaviors
 from unity_gym.game.env_params import apply_env_param
-from unity_gym.game.settings import GameSettings
+from unity_gym.game.settings import GameSettings, game_seed
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
 from unity_gym.side_channels.environment_parameters_channel import EnvironmentParametersChannel
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats, StatsSideChannel
@@ -308,16 +310,18 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         A game that fails meanwhile is restarted (module docs, "Faults").
 
         Raises:
+            SeedError: (a ValueError) ``seed`` is negative or not an integer (nothing changes).
             RestartLimitError: the game failed and the restart limits refuse another restart.
             UnityEnvironmentException: no agent requested a decision within
                 :data:`~unity_gym.gym_env.MAX_WAIT_STEPS` game steps, or a relaunched game
                 differs from the first one.
         """
         self._require_open()
+        new_seed = None if seed is None else game_seed(seed)  # SeedError before anything changes
         self._cycles = 0
         try:
-            if seed is not None and not (self._pristine and int(seed) == self._settings.seed):
-                self._launch(self._settings.replace(seed=int(seed)))
+            if new_seed is not None and not (self._pristine and new_seed == self._settings.seed):
+                self._launch(self._settings.replace(seed=new_seed))
             elif not self._at_start and not self._restart_ready:
                 self._exchange(reset=True)
             self._restart_ready = False
