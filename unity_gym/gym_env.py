@@ -28,7 +28,9 @@ been stepped since, which makes two ``reset(seed=s)`` calls produce the same epi
 Gymnasium requires. ``reset()`` without a seed never restarts the game. The handshake's seed
 is an int32 (``UnityRLInitializationInputProto.seed``) while Gymnasium seeds are any
 non-negative int (Stable-Baselines3 draws them up to ``2**32``): the game gets
-``seed % 2**31`` (:data:`GAME_SEED_MODULUS`), the env's ``np_random`` the seed itself.
+``seed % 2**31`` (:data:`GAME_SEED_MODULUS`), the env's ``np_random`` the seed itself. That
+rule is :func:`unity_gym.game.settings.game_seed`, shared by every front; a negative or non-int
+seed raises :class:`~unity_gym.game.settings.SeedError` (a ``ValueError``).
 
 One agent. A game with more than one agent (all behaviors together) is refused with an error
 naming the count, unless ``agent_index=k`` is given: the env then drives the agent at row ``k``
@@ -55,7 +57,7 @@ import numpy as np
 from unity_gym.base_env import DecisionSteps
 from unity_gym.behavior_names import select_behavior
 from unity_gym.exceptions import UnityEnvironmentException
-from unity_gym.game.settings import GameSettings
+from unity_gym.game.settings import GAME_SEED_MODULUS, GameSettings, game_seed
 from unity_gym.game.supervisor import GameFailedError, GameSupervisor
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout, is_visual
 
@@ -74,9 +76,6 @@ __all__ = [
 
 MAX_WAIT_STEPS = 10_000
 """Game steps to wait for the driven agent's next decision before giving up with an error."""
-
-GAME_SEED_MODULUS = 2**31
-"""``reset(seed=s)`` starts the game with ``s % GAME_SEED_MODULUS`` (the wire's seed is int32)."""
 
 
 def render_frame(image: np.ndarray) -> np.ndarray:
@@ -147,7 +146,8 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
         flatten_obs: concatenate non-camera sensors into one Box (:mod:`unity_gym.spaces`).
         visual_obs: ``"uint8_hwc"`` (default) or ``"float_chw"`` camera layout.
         render_mode: None or ``"rgb_array"`` (needs a camera observation).
-        seed: game seed until ``reset(seed=...)`` chooses another (default 0).
+        seed: game seed until ``reset(seed=...)`` chooses another (default 0); a non-negative
+            int of any size, reduced like reset's (:func:`unity_gym.game.settings.game_seed`).
         num_agents: built-in scenes: total agents; default one training area.
         side_channels: extra side channels served to the game (kept across restarts).
         **game_options: the other :class:`~unity_gym.game.settings.GameSettings` fields
@@ -196,7 +196,7 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
         settings = GameSettings(
             file_name=file_name,
             scene=scene,
-            seed=0 if seed is None else int(seed),
+            seed=0 if seed is None else game_seed(seed),
             num_agents=num_agents,
             **game_options,
         )
@@ -259,6 +259,7 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
 
         Raises:
             ValueError: if ``options`` holds anything.
+            SeedError: (a ValueError) if ``seed`` is negative or not an integer.
         """
         self._require_open()
         if options:
@@ -266,10 +267,10 @@ class UnityGymEnv(GameOwner, gymnasium.Env[Any, Any]):
                 f"UnityGymEnv.reset takes no options, got {sorted(options)}; set environment "
                 "parameters with env_params= at construction."
             )
-        super().reset(seed=seed)  # Gymnasium refuses negative and non-int seeds
-        game_seed = None if seed is None else int(seed) % GAME_SEED_MODULUS
-        if game_seed is not None and not (self._pristine and game_seed == self.settings.seed):
-            self._launch(game_seed)
+        new_seed = None if seed is None else game_seed(seed)  # the one rule of every front
+        super().reset(seed=None if seed is None else int(seed))
+        if new_seed is not None and not (self._pristine and new_seed == self.settings.seed):
+            self._launch(new_seed)
             self._start = self._await_start()
         elif self._start is None:
             if self._episode_running:

@@ -433,8 +433,9 @@ class ActionAdapter:
         bad = (flat < 0) | (flat >= sizes)
         if bad.any():
             row, branch = (int(i) for i in np.argwhere(bad)[0])
+            where = f"batch row {row}, branch {branch}" if lead else f"branch {branch}"
             raise UnityActionException(
-                f"Discrete action {int(flat[row, branch])} of branch {branch} is out of range; "
+                f"Discrete action {int(flat[row, branch])} of {where} is out of range; "
                 f"it must be in [0, {int(sizes[branch])}). The action space is {self.space}."
             )
         return array.astype(np.int32)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gymnasium.error import NoAsyncCallError
 from gymnasium.vector import AutoresetMode
 from vector_helpers import eventually, pid_alive
 
@@ -196,3 +197,29 @@ def test_a_new_seed_whose_launch_fails_is_restarted_with_that_seed(
     np.testing.assert_array_equal(obs, first)
     assert info["_restart_reason"].all()
     assert "crashed" in info["restart_reason"][0]
+
+
+@pytest.mark.parametrize("backend_name", ["inprocess", "subprocess"])
+def test_a_failed_step_leaves_no_step_pending(
+    backend_name: str, make_vector_env: Callable[..., UnityVectorEnv]
+) -> None:
+    # Gymnasium's AsyncVectorEnv receives every worker's answer before it raises a worker's
+    # error; here too the other game's step is drained, so the env is not left wedged.
+    env = make_vector_env(
+        num_envs=4, num_processes=2, backend=backend_name, max_lifetime_restarts=0
+    )
+    env.reset()
+    env.step(ZEROS)
+    victim = env.game_pids[1]
+    assert victim is not None
+    os.kill(victim, signal.SIGKILL)
+    assert eventually(lambda: not pid_alive(victim))
+    with pytest.raises(RestartLimitError, match="Game process 1 crashed") as caught:
+        env.step(ZEROS)
+    assert any("Game processes [0] finished this step" in note for note in caught.value.__notes__)
+    with pytest.raises(NoAsyncCallError):
+        env.step_wait()  # nothing is pending
+    with pytest.raises(UnityEnvironmentException, match="Game process 1 failed earlier"):
+        env.step(ZEROS)  # the game's failure again, not AlreadyPendingCallError
+    with pytest.raises(UnityEnvironmentException, match="Game process 1 failed earlier"):
+        env.reset()

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import gymnasium
+import numpy as np
+
 from unity_gym.game.catalogue import builtin_executable, canonical_scene, scene_agents_per_area
 from unity_gym.game.env_params import apply_env_param, check_env_param
 
@@ -26,10 +29,71 @@ if TYPE_CHECKING:
     from unity_gym.environment import UnityEnvironment
     from unity_gym.side_channels.side_channel import SideChannel
 
-__all__ = ["DEFAULT_SCENE", "GameSettings"]
+__all__ = [
+    "DEFAULT_SCENE",
+    "GAME_SEED_MODULUS",
+    "GameSettings",
+    "SeedError",
+    "check_seed",
+    "game_seed",
+]
 
 DEFAULT_SCENE = "3DBall"
 """Built-in scene used when neither ``file_name`` nor ``scene`` is given."""
+
+GAME_SEED_MODULUS = 2**31
+"""Fronts start a game with ``seed % GAME_SEED_MODULUS``: the handshake's seed is an int32."""
+
+
+class SeedError(ValueError, gymnasium.error.Error):
+    """A front was given a seed that is not a non-negative integer.
+
+    A :class:`ValueError`, and also Gymnasium's :class:`gymnasium.error.Error` (what Gymnasium's
+    own seeding raises for such seeds), so either ``except`` clause catches it.
+    """
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` as a Python int, if it is a seed Gymnasium accepts.
+
+    Gymnasium (``gymnasium.utils.seeding.np_random``) takes any non-negative Python int, of any
+    size. NumPy integers are accepted too (converted); ``bool`` is refused.
+
+    Raises:
+        SeedError: for a negative number, a ``bool`` or anything not an integer.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise SeedError(
+            f"seed must be a non-negative integer (or None), got {seed!r} of type "
+            f"{type(seed).__name__}; pass e.g. seed=42."
+        )
+    value = int(seed)
+    if value < 0:
+        raise SeedError(
+            f"seed must be a non-negative integer (or None), got {value}; Gymnasium seeds are "
+            "never negative (any size is fine: the game gets seed % 2**31)."
+        )
+    return value
+
+
+def game_seed(seed: object, offset: int = 0) -> int:
+    """The seed a front starts its game with: ``(seed + offset) % GAME_SEED_MODULUS``.
+
+    The one rule for every front (``gymnasium.make``, the vector env, PettingZoo): Gymnasium
+    seeds are any non-negative int (Stable-Baselines3 draws them up to ``2**32``) while the
+    handshake's ``UnityRLInitializationInputProto.seed`` is an int32, so the game gets the seed
+    reduced modulo ``2**31``, which keeps it non-negative and keeps every seed below ``2**31``
+    unchanged.
+
+    Args:
+        seed: the user's seed (validated by :func:`check_seed`).
+        offset: added before the reduction (the vector env's game ``i`` uses ``seed + i``).
+
+    Raises:
+        SeedError: if ``seed`` is negative or not an integer.
+    """
+    return (check_seed(seed) + offset) % GAME_SEED_MODULUS
+
 
 _ENGINE_FIELDS = (
     "width",

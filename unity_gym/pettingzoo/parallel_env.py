@@ -26,12 +26,14 @@ the game until each of them has reported (requested a decision or ended its epis
 often than the others gets zero actions for its extra decisions (the parallel API has no way to
 ask for them).
 
-Reset and seeding. ``reset(seed=s)`` restarts the game process with seed ``s`` (the game takes
-its seed at start-up only), unless it was just started with ``s`` and not stepped since; equal
-seeds give equal episodes. ``reset()`` without a seed reuses the game: when the last episode
-ended with all agents finishing in the same game step and their next decisions arrived in that
-step, those decisions start the new episode without resetting the game; otherwise the game is
-reset. ``options`` are accepted and ignored.
+Reset and seeding. ``reset(seed=s)`` restarts the game process with seed ``s % 2**31`` (the game
+takes its seed at start-up only; :func:`unity_gym.game.settings.game_seed`, the rule of every
+front: any non-negative int, a negative or non-int seed raises ``SeedError``), unless it was
+just started with that seed and not stepped since; equal seeds give equal episodes.
+``reset()`` without a seed reuses the game: when the last episode ended with all agents
+finishing in the same game step and their next decisions arrived in that step, those decisions
+start the new episode without resetting the game; otherwise the game is reset. ``options`` are
+accepted and ignored.
 
 Infos. Every agent's info holds ``"agent_id"`` (Unity id), ``"behavior_name"``,
 ``"group_id"`` (0 = no group) and ``"group_reward"`` (float, the group's reward since the
@@ -89,7 +91,7 @@ from unity_gym.base_env import DecisionSteps, TerminalSteps
 from unity_gym.behavior_names import split_behavior_name
 from unity_gym.exceptions import UnityEnvironmentException
 from unity_gym.game.faults import RestartPolicy
-from unity_gym.game.settings import GameSettings
+from unity_gym.game.settings import GameSettings, game_seed
 from unity_gym.game.supervisor import GameFailedError, GameSupervisor
 from unity_gym.gym_env import MAX_WAIT_STEPS, GameOwner, render_frame
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats
@@ -160,7 +162,8 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         flatten_obs: concatenate non-camera sensors into one Box (:mod:`unity_gym.spaces`).
         visual_obs: ``"uint8_hwc"`` (default) or ``"float_chw"`` camera layout.
         render_mode: None or ``"rgb_array"`` (needs a camera observation).
-        seed: game seed until ``reset(seed=...)`` chooses another (default 0).
+        seed: game seed until ``reset(seed=...)`` chooses another (default 0); any non-negative
+            int, reduced as :func:`~unity_gym.game.settings.game_seed` does.
         num_agents: built-in scenes: total agents; default one training area.
         side_channels: extra side channels served to the game (kept across restarts); a
             ``StatsSideChannel`` among them is the one :meth:`get_and_reset_stats` reads.
@@ -215,7 +218,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         settings = GameSettings(
             file_name=file_name,
             scene=scene,
-            seed=0 if seed is None else int(seed),
+            seed=0 if seed is None else game_seed(seed),
             num_agents=num_agents,
             **game_options,
         ).single_area()
@@ -277,16 +280,18 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         A game that fails meanwhile is restarted (module docs, "Faults").
 
         Raises:
+            SeedError: (a ValueError) ``seed`` is negative or not an integer (nothing changes).
             RestartLimitError: the game failed and the restart limits refuse another restart.
             UnityEnvironmentException: no agent requested a decision within
                 :data:`~unity_gym.gym_env.MAX_WAIT_STEPS` game steps, or a relaunched game
                 differs from the first one.
         """
         self._require_open()
+        new_seed = None if seed is None else game_seed(seed)  # SeedError before anything changes
         self._cycles = 0
         try:
-            if seed is not None and not (self._pristine and int(seed) == self.settings.seed):
-                self._launch(int(seed))
+            if new_seed is not None and not (self._pristine and new_seed == self.settings.seed):
+                self._launch(new_seed)
             elif not self._at_start and not self._restart_ready:
                 self._exchange(reset=True)
             self._restart_ready = False

@@ -54,7 +54,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from unity_gym.exceptions import UnityEnvironmentException
-from unity_gym.game.settings import GameSettings
+from unity_gym.game.settings import GameSettings, game_seed
 from unity_gym.pettingzoo.parallel_env import ParallelOutcomes, UnityParallelEnv
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats
 from unity_gym.vector.backends.ray_pool import (
@@ -268,12 +268,13 @@ class RayParallelEnv(ParallelEnv[str, Any, Any]):
         A lost actor is replaced and the episode starts in its game (module docs).
 
         Raises:
+            SeedError: (a ValueError) ``seed`` is negative or not an integer (nothing changes).
             RestartLimitError: the game or its actor was lost and the limits refuse a restart.
             RayPlacementError: no node took the new actor within ``timeout_wait``.
             UnityEnvironmentException: as :meth:`UnityParallelEnv.reset`, or the env is closed.
         """
         if seed is not None:
-            self._seed = int(seed)
+            self._seed = game_seed(seed)  # what the actor's game gets; a relaunch reuses it
         reason: str | None = None
         while True:
             actor = self._live_actor()

@@ -72,13 +72,17 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from unity_gym.base_env import BehaviorSpec
-from unity_gym.exceptions import UnityEnvironmentException, UnityTimeOutException
-from unity_gym.game.settings import GameSettings
+from unity_gym.base_env import ActionTuple, BehaviorSpec
+from unity_gym.exceptions import (
+    UnityActionException,
+    UnityEnvironmentException,
+    UnityTimeOutException,
+)
+from unity_gym.game.settings import GameSettings, check_seed, game_seed
 from unity_gym.side_channels.stats_side_channel import EnvironmentStats, StatsAggregationMethod
 from unity_gym.spaces import ActionAdapter, ObservationAdapter, VisualLayout
 from unity_gym.timers import hierarchical_timer, merge_timer_tree
-from unity_gym.vector.backends.base import WorkerBackend
+from unity_gym.vector.backends.base import WorkerBackend, WorkerLostError
 from unity_gym.vector.buffers import (
     ACTION_CONTINUOUS,
     ACTION_DISCRETE,
@@ -90,7 +94,7 @@ from unity_gym.vector.buffers import (
     BufferLayout,
     StepBuffers,
 )
-from unity_gym.vector.faults import RestartPolicy
+from unity_gym.vector.faults import RestartLimitError, RestartPolicy
 from unity_gym.vector.game_worker import WorkerConfig
 from unity_gym.vector.messages import GameDescription, RequestKind, WorkerReply, WorkerRequest
 from unity_gym.vector.planning import check_slot_count, plan_processes
@@ -172,7 +176,8 @@ class UnityVectorEnv(VectorEnv):
         max_episode_steps: must be None (the game ends episodes; see the scene's max step).
         **game_settings: the game keywords of :class:`unity_gym.game.settings.GameSettings`
             (``file_name``, ``scene``, ``seed``, ``env_params``, ``time_scale``, ``timeout_wait``,
-            ``num_agents``, ``scene_options``, ...). Game ``i`` gets seed ``seed + i`` and
+            ``num_agents``, ``scene_options``, ...). Game ``i`` gets seed ``(seed + i) % 2**31``
+            (any non-negative int seed; :func:`unity_gym.game.settings.game_seed`) and
             ``worker_id`` ``worker_id + i``.
 
     Raises:
@@ -227,6 +232,8 @@ class UnityVectorEnv(VectorEnv):
                 "autoreset_mode=DISABLED is not supported: Unity restarts agents by itself. Use "
                 "AutoresetMode.NEXT_STEP or AutoresetMode.SAME_STEP."
             )
+        if game_settings.get("seed") is not None:
+            game_settings["seed"] = game_seed(game_settings["seed"])
         settings = GameSettings(**game_settings)
         plan = plan_processes(settings, num_envs, num_processes, behavior_name)
         self.autoreset_mode = mode
@@ -240,6 +247,7 @@ class UnityVectorEnv(VectorEnv):
         self._ready: dict[int, WorkerReply] = {}
         self._restarts: list[int] = []
         self._game_pids: list[int | None] = []
+        self._unusable: dict[int, BaseException] = {}  # worker -> why it cannot work any more
         self._policy = RestartPolicy(
             max_lifetime_restarts, restarts_rate_limit_n, restarts_rate_limit_period_s
         )
@@ -253,7 +261,8 @@ class UnityVectorEnv(VectorEnv):
             return WorkerConfig(
                 index=index,
                 settings=plan.settings.replace(
-                    seed=plan.settings.seed + index, worker_id=plan.settings.worker_id + index
+                    seed=game_seed(plan.settings.seed, index),
+                    worker_id=plan.settings.worker_id + index,
                 ),
                 behavior_name=behavior_name,
                 autoreset_mode=mode,
@@ -427,23 +436,30 @@ class UnityVectorEnv(VectorEnv):
     ) -> tuple[Any, dict[str, Any]]:
         """Reset every game and return the first observation of every slot.
 
-        A game whose seed changes (``seed + i`` for game ``i``) is relaunched with it, so equal
-        seeds give equal episodes; without a seed each game gets Unity's RESET (games that did
-        not move since they were launched are not reset again). Pending steps are abandoned.
+        A game whose seed changes (``(seed + i) % 2**31`` for game ``i``: Gymnasium seeds are
+        any non-negative int, the handshake's seed an int32; the rule of every front,
+        :func:`unity_gym.game.settings.game_seed`) is relaunched with it, so equal seeds give
+        equal episodes; without a seed each game gets Unity's RESET (games that did not move
+        since they were launched are not reset again). Pending steps are abandoned.
 
         Raises:
             ValueError: if ``options`` is given (no reset option exists).
+            SeedError: (a ValueError) if ``seed`` is negative or not an integer; nothing changes.
+            UnityEnvironmentException: a game failed earlier and was not restarted (restart
+                limits, a lost worker); the env cannot be used any more.
         """
         self._require_open()
-        super().reset(seed=seed)
         if options:
             raise ValueError(f"UnityVectorEnv.reset takes no options, got {options!r}.")
+        seed = None if seed is None else check_seed(seed)
+        super().reset(seed=seed)
+        self._refuse_unusable(range(self.num_processes))
         with hierarchical_timer("UnityVectorEnv.reset"):
             self._ready.clear()
             self._pending_given.fill(False)
             for index in range(self.num_processes):
-                game_seed = None if seed is None else int(seed) + index
-                self._submit(index, WorkerRequest(kind=RequestKind.RESET, seq=0, seed=game_seed))
+                new_seed = None if seed is None else game_seed(seed, index)
+                self._submit(index, WorkerRequest(kind=RequestKind.RESET, seq=0, seed=new_seed))
             workers = list(range(self.num_processes))
             self._wait_for(set(workers), timeout=None, what="the games to reset")
             obs, _, _, _, infos = self._take(workers, with_env_id=False)
@@ -459,7 +475,9 @@ class UnityVectorEnv(VectorEnv):
 
         Raises:
             AlreadyPendingCallError: if results of an earlier call were not collected.
-            UnityActionException: if ``actions`` do not fit the action space.
+            UnityActionException: if ``actions`` do not fit the action space or some are NaN
+                or infinite (see :meth:`send`); no game got a request then, and the env is as
+                before the call.
         """
         self._require_open()
         if any(seq is not None for seq in self._in_flight) or self._ready:
@@ -481,6 +499,10 @@ class UnityVectorEnv(VectorEnv):
 
         Raises:
             NoAsyncCallError: if some slots have no pending step.
+            Exception: a game worker's error (e.g.
+                :class:`~unity_gym.vector.faults.RestartLimitError`). Before it is raised every
+                other game finishes its step and those results are dropped, so no step is
+                pending afterwards: ``step`` (or ``reset``) can be called again.
         """
         self._require_open()
         busy = {i for i, seq in enumerate(self._in_flight) if seq is not None}
@@ -491,7 +513,13 @@ class UnityVectorEnv(VectorEnv):
             )
         workers = list(range(self.num_processes))
         with hierarchical_timer("UnityVectorEnv.step_wait"):
-            self._wait_for(set(workers), timeout=timeout, what="the step")
+            try:
+                self._wait_for(set(workers), timeout=timeout, what="the step")
+            except VectorWaitTimeoutError:
+                raise  # the step keeps running; the next step_wait returns it
+            except Exception as error:
+                self._settle_failed_step(error)
+                raise
             return self._take(workers, with_env_id=False)
 
     # ----------------------------------------------------------------------------------------
@@ -509,7 +537,12 @@ class UnityVectorEnv(VectorEnv):
 
         Raises:
             ValueError: for unknown ids, or ids whose games are still running.
-            UnityActionException: if ``actions`` do not fit the action space.
+            UnityActionException: if ``actions`` do not fit the action space (wrong shape,
+                discrete values outside a branch) or some continuous ones are NaN or infinite
+                (the message names each such slot, its game process and the agent); nothing is
+                sent to any game then, so the call can be repeated with valid actions.
+            UnityEnvironmentException: a game of those slots failed earlier and was not
+                restarted (restart limits, a lost worker); the env cannot step it any more.
         """
         self._require_open()
         ids = (
@@ -522,6 +555,7 @@ class UnityVectorEnv(VectorEnv):
         if len(np.unique(ids)) != len(ids):
             raise ValueError(f"env_ids must not repeat, got {ids.tolist()}.")
         workers = np.unique(ids // self.agents_per_process).tolist()
+        self._refuse_unusable(workers)
         busy = [w for w in workers if self._in_flight[w] is not None or w in self._ready]
         if busy:
             stuck = [i for i in ids.tolist() if i // self.agents_per_process in busy]
@@ -530,6 +564,7 @@ class UnityVectorEnv(VectorEnv):
                 "were not received; send actions only for the env_ids returned by recv()."
             )
         converted = self._action_adapter.batch_to_unity(actions, len(ids))
+        self._refuse_invalid_actions(converted, ids)
         continuous, discrete = self._buffers[ACTION_CONTINUOUS], self._buffers[ACTION_DISCRETE]
         continuous[ids] = converted.continuous
         discrete[ids] = converted.discrete
@@ -669,6 +704,90 @@ class UnityVectorEnv(VectorEnv):
     # worker messaging
     # ----------------------------------------------------------------------------------------
 
+    def _refuse_invalid_actions(self, actions: ActionTuple, ids: np.ndarray) -> None:
+        """Raise before anything is sent if some of the slots ``ids`` got non-finite actions.
+
+        The games would refuse them too (the bridge's ``ActionSpec.validate_action`` refuses
+        NaN/infinite continuous values), but only after the other games got their step;
+        checking here keeps a refused step from reaching any game, and names the vector slots.
+        Shapes and discrete branch ranges are checked before, by
+        :meth:`~unity_gym.spaces.ActionAdapter.batch_to_unity` (its message names the batch
+        row, which is the slot for :meth:`step` and the position in ``env_ids`` for
+        :meth:`send`).
+
+        Args:
+            actions: the converted actions, one row per entry of ``ids``.
+            ids: the slots the rows belong to.
+
+        Raises:
+            UnityActionException: naming every bad slot (up to 5), its game process, its row
+                in that game and the Unity agent id it drives.
+        """
+        continuous = actions.continuous
+        if not continuous.size:
+            return
+        bad_rows = np.flatnonzero(~np.isfinite(continuous).all(axis=1)).tolist()
+        if not bad_rows:
+            return
+        problems = {
+            row: f"continuous action {continuous[row].tolist()} is not finite (NaN or inf)"
+            for row in bad_rows
+        }
+        k = self.agents_per_process
+        agent_ids = self._buffers[f"{INFO_PREFIX}agent_id"]
+        lines = []
+        for row in sorted(problems)[:5]:
+            slot = int(ids[row])
+            lines.append(
+                f"slot {slot} (game process {slot // k}, its agent row {slot % k}, Unity "
+                f"agent_id {int(agent_ids[slot])}): {problems[row]}"
+            )
+        more = len(problems) - len(lines)
+        raise UnityActionException(
+            f"Actions of {len(problems)} slot(s) refused, nothing was sent to any game: "
+            + "; ".join(lines)
+            + (f"; and {more} more" if more > 0 else "")
+            + ". Fix those actions and call step()/send() again."
+        )
+
+    def _refuse_unusable(self, workers: Sequence[int] | range) -> None:
+        """Raise if one of ``workers`` failed for good (its game was not restarted).
+
+        Raises:
+            UnityEnvironmentException: naming the game and its failure (chained).
+        """
+        for worker in workers:
+            error = self._unusable.get(worker)
+            if error is not None:
+                first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                raise UnityEnvironmentException(
+                    f"Game process {worker} failed earlier and was not restarted "
+                    f"({type(error).__name__}: {first_line}); this vector env cannot use it "
+                    "any more. Close it and create a new one (raise max_lifetime_restarts / "
+                    "restarts_rate_limit_n if games are expected to fail that often)."
+                ) from error
+
+    def _settle_failed_step(self, error: Exception) -> None:
+        """After a worker's ``error`` in ``step_wait``: let the other games finish, drop the step.
+
+        Every request still in flight is waited for (workers always answer: a game that hangs
+        is given up after ``timeout_wait``), its reply filed, and every result of the step
+        dropped, so no step is left pending. Further errors are attached to ``error`` as notes.
+        """
+        while any(seq is not None for seq in self._in_flight):
+            for reply in self._backend.wait(None):
+                other = self._accept(reply)
+                if other is not None:
+                    error.add_note(f"Game process {reply.worker} failed too: {other}")
+        dropped = sorted(self._ready)
+        self._ready.clear()
+        self._pending_given.fill(False)
+        if dropped:
+            error.add_note(
+                f"Game processes {dropped} finished this step; its results were dropped, so "
+                "no step is pending: call step() again (or reset())."
+            )
+
     def _require_open(self) -> None:
         if self.closed:
             raise UnityEnvironmentException("This UnityVectorEnv is closed; create a new one.")
@@ -719,6 +838,8 @@ class UnityVectorEnv(VectorEnv):
         if reply.restart_reason is not None:
             self._restarts[worker] += 1
         if reply.error is not None:
+            if isinstance(reply.error, (RestartLimitError, WorkerLostError)):
+                self._unusable.setdefault(worker, reply.error)
             return reply.error if raise_errors else None
         if reply.rows is not None:
             rows = self._rows[worker]
