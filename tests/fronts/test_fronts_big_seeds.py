@@ -43,7 +43,7 @@ def test_parallel_env_takes_big_seeds_and_refuses_bad_ones() -> None:
     game = parallel_env(scene="Stress", num_agents=2, env_params={"stress_value": SAMPLER})
     try:
         big, _ = game.reset(seed=2**40 + 7)
-        assert game._settings.seed == 7
+        assert game.settings.seed == 7
         game.step(_zero_actions(game))
         small, _ = game.reset(seed=7)  # relaunched with the same game seed: same episode
         assert big.keys() == small.keys()
@@ -64,12 +64,12 @@ def test_aec_env_takes_big_seeds_and_refuses_bad_ones() -> None:
     game = aec_env(scene="Basic")
     try:
         game.reset(seed=2**40)
-        assert game.unwrapped._settings.seed == 2**40 % 2**31
+        assert game.unwrapped.settings.seed == 2**40 % 2**31
         game.step(game.action_space(game.agent_selection).sample())
         with pytest.raises(ValueError, match="non-negative integer"):
             game.reset(seed=-5)
         game.reset(seed=2**32 + 2)
-        assert game.unwrapped._settings.seed == 2
+        assert game.unwrapped.settings.seed == 2
     finally:
         game.close()
 
@@ -77,7 +77,7 @@ def test_aec_env_takes_big_seeds_and_refuses_bad_ones() -> None:
 def test_gym_env_refuses_bad_seeds_with_a_value_error() -> None:
     env = gymnasium.make("Unity-v0", scene="Basic", seed=2**40 + 1)
     try:
-        assert env.unwrapped._settings.seed == 1
+        assert env.unwrapped.settings.seed == 1
         env.reset()
         for seed in BAD_SEEDS:
             with pytest.raises(ValueError, match="non-negative integer"):
