@@ -75,6 +75,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.policy_eval import MatchRecord, play_against_random  # noqa: E402
+from benchmarks.seeds import Figure, Goal  # noqa: E402
 from benchmarks.trainer_runs import (  # noqa: E402
     GROUP_REWARD,
     add_common_arguments,
@@ -134,17 +135,22 @@ def _print_elo(run_dir: Path) -> None:
 
 
 def _evaluate(
-    args: argparse.Namespace, scene: str, model: Path, goal: float, what: str
+    args: argparse.Namespace,
+    scene: str,
+    model: Path,
+    goal: float,
+    what: str,
+    with_baseline: bool = True,
 ) -> MatchRecord:
     """Print (and return) the trained team's record against a random team, and the random
-    baseline when asked."""
+    baseline when asked (``--random-baseline``, unless ``with_baseline`` is False)."""
     sampled = args.inference == "sampled"
     record = play_against_random(scene, model, args.eval_episodes, args.seed, sampled=sampled)
     print(
         f"  trained ({args.inference} actions) vs random, {args.eval_episodes} {what}: {record} "
         f"(goal >= {goal:.0%})"
     )
-    if args.random_baseline:
+    if args.random_baseline and with_baseline:
         baseline = play_against_random(scene, None, args.eval_episodes, args.seed)
         print(f"  random vs random, {args.eval_episodes} {what}: {baseline}")
     return record
@@ -159,9 +165,12 @@ def _self_play(
     what: str,
     goal: float,
     flags: Sequence[str] = (),
-) -> bool:
+) -> list[Figure]:
     """Train ``config`` on ``scene`` for ``steps``, print its ELO and its record against a
-    random team; True when the win rate reaches ``goal``."""
+    random team; the figure is the win rate (goal: at least ``goal``). With
+    ``--mlagents-learn``, the official ``mlagents-learn`` then trains the same config on the same
+    player scene (one executable, ``--num-envs 1``) and seed, and its exported model plays the
+    same games: its win rate is a figure for information."""
     name = scene.lower()
     train(with_max_steps(config, steps), name, workdir, ["--scene", scene, *flags], args.seed)
     run_dir = workdir / "results" / name
@@ -170,17 +179,52 @@ def _self_play(
     record = _evaluate(args, scene, run_dir / f"{scene}.onnx", goal, what)
     met = record.win_rate >= goal
     print(f"  goal: win rate >= {goal:.0%} -> {'met' if met else 'not met'}")
-    return met
+    figures = [Figure(f"{scene} win rate vs random", record.win_rate, Goal(goal))]
+    if args.mlagents_learn:
+        theirs = _mlagents_learn_self_play(args, workdir, config, scene, steps, what, goal)
+        figures.append(Figure(f"{scene} win rate vs random (mlagents-learn)", theirs))
+    return figures
 
 
-def tennis(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``tennis``; True when the trained policy wins at least 90% of points."""
+def _mlagents_learn_self_play(
+    args: argparse.Namespace,
+    workdir: Path,
+    config: dict[str, Any],
+    scene: str,
+    steps: int,
+    what: str,
+    goal: float,
+) -> float:
+    """Train ``config`` with ``mlagents-learn`` (run ``<scene>-mlagents-learn`` in ``workdir``,
+    continued as :func:`benchmarks.trainer_runs.train` continues its runs) on one executable of
+    ``scene`` and return its exported policy's win rate against a random team.
+
+    ML-Agents' exporter names its tensors as ``unity-train``'s does (inputs ``obs_<i>``, outputs
+    ``continuous_actions`` / ``deterministic_continuous_actions`` and the discrete ones); the
+    ``action_masks`` and ``recurrent_in`` inputs it declares are left out of the file when the
+    policy does not use them (feed-forward continuous control, as Tennis), so
+    :class:`benchmarks.policy_eval.OnnxPolicy` plays it as it is."""
+    from unity_gym.player.build import build_executable
+
+    name = f"{scene.lower()}-mlagents-learn"
+    build = build_executable(scene, workdir / f"build-{scene}").with_suffix("")
+    flags = ["--env", str(build), "--num-envs", "1", "--timeout-wait", "120"]
+    train(with_max_steps(config, steps), name, workdir, flags, args.seed, "mlagents-learn")
+    run_dir = workdir / "results" / name
+    print(f"\n{scene} (mlagents-learn 1.1.0), {steps} steps, seed {args.seed}")
+    _print_elo(run_dir)
+    record = _evaluate(args, scene, run_dir / f"{scene}.onnx", goal, what, with_baseline=False)
+    return record.win_rate
+
+
+def tennis(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``tennis``: the trained policy's point-win rate (goal: at least 90%)."""
     config = yaml.safe_load(TENNIS_CONFIG.read_text(encoding="utf-8"))
     return _self_play(args, workdir, config, "Tennis", args.tennis_steps, "points", 0.9)
 
 
-def soccer(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``soccer``; True when the trained team wins at least 80% of games."""
+def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``soccer``: the trained team's game-win rate (goal: at least 80%)."""
     flags = ["--num-envs", str(args.soccer_envs)]
     if args.soccer_precision != "float32":  # the flags of runs kept in a --workdir stay valid
         flags += ["--torch-precision", args.soccer_precision]
@@ -189,8 +233,8 @@ def soccer(args: argparse.Namespace, workdir: Path) -> bool:
     )
 
 
-def collab(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``collab``; True when POCA's mean group reward is above PPO's."""
+def collab(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``collab``: POCA's mean group reward minus PPO's (goal: above 0), and each."""
     poca_config = yaml.safe_load(COLLAB_POCA_CONFIG.read_text(encoding="utf-8"))
     ppo_config = yaml.safe_load(COLLAB_PPO_CONFIG.read_text(encoding="utf-8"))
     runs = [
@@ -207,12 +251,16 @@ def collab(args: argparse.Namespace, workdir: Path) -> bool:
     print(f"  ppo   mean episode reward (last {ppo_count} summaries)             {ppo:+.3f}")
     higher = poca > ppo
     print(f"  goal: POCA higher -> {'met' if higher else 'not met'}")
-    return higher
+    return [
+        Figure("PushBlockCollab POCA minus PPO", poca - ppo, Goal(0.0, strict=True)),
+        Figure("PushBlockCollab POCA group reward", poca),
+        Figure("PushBlockCollab PPO reward", ppo),
+    ]
 
 
-def speed(args: argparse.Namespace, workdir: Path) -> bool | None:
-    """Part ``speed``; True when ``unity-train`` POCA takes at most half ``mlagents-learn``'s
-    time to ``--target``; None when the reference peer is unavailable."""
+def speed(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``speed``: ``unity-train`` POCA's time to ``--target`` over ``mlagents-learn``'s
+    (goal: at most 0.5); None when the reference peer is unavailable."""
     config = yaml.safe_load(COLLAB_POCA_CONFIG.read_text(encoding="utf-8"))
     return race_mlagents_learn(
         config,
@@ -244,6 +292,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--collab-steps", type=int, default=500_000)
     parser.add_argument("--eval-episodes", type=int, default=100, help="games vs random")
     parser.add_argument("--random-baseline", action="store_true", help="also play random vs random")
+    parser.add_argument(
+        "--mlagents-learn",
+        action="store_true",
+        help=(
+            "tennis and soccer: also train the same config with mlagents-learn 1.1.0 (reference "
+            "peer venv) on the same scene and seed, and play its model against random"
+        ),
+    )
     parser.add_argument(
         "--inference",
         choices=("deterministic", "sampled"),
