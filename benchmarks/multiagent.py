@@ -74,6 +74,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.mlagents_learn_3dball import ensure_onnx  # noqa: E402
+from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv  # noqa: E402
 from benchmarks.policy_eval import MatchRecord, play_against_random  # noqa: E402
 from benchmarks.seeds import Figure, Goal  # noqa: E402
 from benchmarks.trainer_runs import (  # noqa: E402
@@ -165,12 +167,19 @@ def _self_play(
     what: str,
     goal: float,
     flags: Sequence[str] = (),
-) -> list[Figure]:
+) -> list[Figure] | None:
     """Train ``config`` on ``scene`` for ``steps``, print its ELO and its record against a
     random team; the figure is the win rate (goal: at least ``goal``). With
     ``--mlagents-learn``, the official ``mlagents-learn`` then trains the same config on the same
     player scene (one executable, ``--num-envs 1``) and seed, and its exported model plays the
-    same games: its win rate is a figure for information."""
+    same games: its win rate is a figure for information. None (printed) when
+    ``--mlagents-learn`` is asked and the reference peer venv is unavailable."""
+    if args.mlagents_learn:
+        try:
+            ensure_onnx(ensure_peer_venv(learn=True))
+        except PeerUnavailableError as error:
+            print(f"\n{scene}: not run: mlagents-learn asked, reference peer unavailable: {error}")
+            return None
     name = scene.lower()
     train(with_max_steps(config, steps), name, workdir, ["--scene", scene, *flags], args.seed)
     run_dir = workdir / "results" / name
@@ -217,13 +226,13 @@ def _mlagents_learn_self_play(
     return record.win_rate
 
 
-def tennis(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+def tennis(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     """Part ``tennis``: the trained policy's point-win rate (goal: at least 90%)."""
     config = yaml.safe_load(TENNIS_CONFIG.read_text(encoding="utf-8"))
     return _self_play(args, workdir, config, "Tennis", args.tennis_steps, "points", 0.9)
 
 
-def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     """Part ``soccer``: the trained team's game-win rate (goal: at least 80%)."""
     flags = ["--num-envs", str(args.soccer_envs)]
     if args.soccer_precision != "float32":  # the flags of runs kept in a --workdir stay valid
