@@ -35,10 +35,16 @@ Usage::
 
     python -m benchmarks.curriculum_memory [--only walljump|hallway|speed ...]
         [--walljump-steps 400000] [--hallway-steps 400000] [--target 0.2]
-        [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent] [--workdir DIR]
+        [--time-limit 1800] [--seeds 1 2 3 | --seed 1] [--tail 3] [--concurrent]
+        [--workdir DIR]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when the reference peer is
-unavailable (the speed part is then skipped with the reason).
+``--seeds 1 2 3`` runs every chosen part once per seed, each seed in ``<workdir>/seed<N>``
+(``--seed N``: one seed), and prints each figure per seed with its median, its worst seed and
+their spread (:mod:`benchmarks.seeds`); a goal is met when the median AND the worst seed meet
+it.
+
+Exit status 0 when the median and the worst seed of every figure met its goal, 1 otherwise, 2
+when the reference peer is unavailable (the speed part is then skipped with the reason).
 """
 
 from __future__ import annotations

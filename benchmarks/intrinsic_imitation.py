@@ -35,11 +35,17 @@ Usage::
 
     python -m benchmarks.intrinsic_imitation [--only pyramids|pushblock|speed ...]
         [--pyramids-steps 300000] [--pushblock-steps 300000] [--pushblock-target 4]
-        [--target 0.0] [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent]
-        [--workdir DIR]
+        [--target 0.0] [--time-limit 1800] [--seeds 1 2 3 | --seed 1] [--tail 3]
+        [--concurrent] [--workdir DIR]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
-(the reference peer or the demonstrations are unavailable; the reason is printed).
+``--seeds 1 2 3`` runs every chosen part once per seed, each seed in ``<workdir>/seed<N>``
+(``--seed N``: one seed), and prints each figure per seed with its median, its worst seed and
+their spread (:mod:`benchmarks.seeds`); a goal is met when the median AND the worst seed meet
+it.
+
+Exit status 0 when the median and the worst seed of every figure met its goal, 1 otherwise, 2
+when a part could not run (the reference peer or the demonstrations are unavailable; the reason
+is printed).
 """
 
 from __future__ import annotations

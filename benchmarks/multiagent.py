@@ -40,6 +40,11 @@ the trained policy play its sampled actions in the evaluation games, as Unity's 
 by default (``BehaviorParameters.DeterministicInference`` off), instead of its deterministic
 ones. ``--random-baseline`` also plays the evaluation games random against random (about 50%
 wins in Tennis; in SoccerTwos about as many wins as losses, most games drawn).
+``--mlagents-learn`` (``tennis`` and ``soccer``): the official ``mlagents-learn`` 1.1.0 (reference
+peer venv) also trains the same config for the same steps with the same seed, on one
+executable of the same player scene, and its exported ONNX plays the same games against random
+(:mod:`benchmarks.policy_eval` reads ML-Agents' exporter's tensor names as they are); its
+win rate is printed per seed, for comparison, without a goal of its own.
 
 ``--workdir DIR`` keeps the runs in ``DIR`` instead of a temporary folder: the same command
 with the same folder continues a run stopped before its budget (Ctrl-C saves it; a temporary
@@ -54,10 +59,17 @@ Usage::
         [--collab-steps 500000]
         [--eval-episodes 100] [--random-baseline] [--inference deterministic|sampled]
         [--target 0.0]
-        [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent] [--workdir DIR]
+        [--time-limit 1800] [--seeds 1 2 3 | --seed 1] [--tail 3] [--concurrent] [--workdir DIR]
+        [--mlagents-learn]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
-(the reference peer is unavailable; the reason is printed).
+``--seeds 1 2 3`` runs every chosen part once per seed, each seed in ``<workdir>/seed<N>``
+(``--seed N``: one seed), and prints each figure per seed with its median, its worst seed and
+their spread (:mod:`benchmarks.seeds`); a goal is met when the median AND the worst seed meet
+it.
+
+Exit status 0 when the median and the worst seed of every figure of every part that ran met
+its goal, 1 otherwise, 2 when a part could not run (the reference peer is unavailable; the
+reason is printed).
 """
 
 from __future__ import annotations

@@ -24,11 +24,11 @@ Usage::
 
     python -m benchmarks.torch_device [--only soccer|3dball] [--soccer-steps 61440]
                                       [--ball-steps 150000] [--num-envs 4]
-                                      [--precision float32|bf16-mixed] [--seed 1] [--tail 3]
-                                      [--workdir DIR]
+                                      [--precision float32|bf16-mixed]
+                                      [--seeds 1 2 3 | --seed 1] [--tail 3] [--workdir DIR]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when CUDA is not available
-(the reason is printed).
+Exit status 0 when the median and the worst seed of every part's figure met its goal, 1
+otherwise, 2 when CUDA is not available (the reason is printed).
 """
 
 from __future__ import annotations

@@ -28,10 +28,15 @@ hits all of them alike) and the median of each ratio over the rounds is printed 
 Usage::
 
     python -m benchmarks.train_3dball [--num-envs 4] [--target 90] [--time-limit 900]
-                                      [--seed 1] [--rounds 1]
+                                      [--seeds 1 2 3 | --seed 1] [--rounds 1]
                                       [--only unity-train --only sb3 ...]
 
-Exit status 0 when every contender that ran reached the target, 1 otherwise, 2 when the
+``--seeds 1 2 3`` runs the rounds once per seed (every contender with that seed) and prints,
+per seed, each ratio (the median of its rounds) and each contender's seconds, with their
+median over seeds, worst seed and spread (:func:`seed_figures`, :mod:`benchmarks.seeds`).
+
+Exit status 0 when the median and the worst seed of every ratio meet its goal and every
+contender reached the target in every round, 1 otherwise, 2 when the
 reference peer is unavailable (``mlagents-learn`` is then skipped with the reason).
 """
 

@@ -19,10 +19,11 @@ ratios ``bf16-mixed / float32``. Bfloat16 pays off on CPUs with AMX or AVX-512 B
 Usage::
 
     python -m benchmarks.update_precision [--only soccer|3dball] [--soccer-steps 61440]
-                                          [--ball-steps 150000] [--seed 1] [--tail 3]
-                                          [--workdir DIR]
+                                          [--ball-steps 150000] [--tail 3]
+                                          [--seeds 1 2 3 | --seed 1] [--workdir DIR]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise.
+Exit status 0 when the median and the worst seed of every part's figure met its goal (see
+:mod:`benchmarks.seeds`), 1 otherwise.
 """
 
 from __future__ import annotations
