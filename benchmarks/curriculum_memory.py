@@ -35,10 +35,16 @@ Usage::
 
     python -m benchmarks.curriculum_memory [--only walljump|hallway|speed ...]
         [--walljump-steps 400000] [--hallway-steps 400000] [--target 0.2]
-        [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent] [--workdir DIR]
+        [--time-limit 1800] [--seeds 1 2 3 | --seed 1] [--tail 3] [--concurrent]
+        [--workdir DIR]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when the reference peer is
-unavailable (the speed part is then skipped with the reason).
+``--seeds 1 2 3`` runs every chosen part once per seed, each seed in ``<workdir>/seed<N>``
+(``--seed N``: one seed), and prints each figure per seed with its median, its worst seed and
+their spread (:mod:`benchmarks.seeds`); a goal is met when the median AND the worst seed meet
+it.
+
+Exit status 0 when the median and the worst seed of every figure met its goal, 1 otherwise, 2
+when the reference peer is unavailable (the speed part is then skipped with the reason).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.seeds import Figure, Goal  # noqa: E402
 from benchmarks.trainer_runs import (  # noqa: E402
     add_common_arguments,
     last_scalar,
@@ -94,8 +101,9 @@ def without_memory(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def walljump(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``walljump``; True when the curriculum run is ahead."""
+def walljump(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``walljump``: the curriculum run's mean rewards summed over behaviors minus the
+    run without lessons' (goal: above 0, ahead), and each run's sum."""
     config = yaml.safe_load(WALLJUMP_CONFIG.read_text(encoding="utf-8"))
     config = with_max_steps(config, args.walljump_steps)
     flags = ["--scene", "WallJump", "--num-areas", "12"]
@@ -122,11 +130,20 @@ def walljump(args: argparse.Namespace, workdir: Path) -> bool:
     without = [row[3] for row in rows if row[0] == "no-curriculum"]
     ahead = sum(with_lessons) > sum(without)
     print(f"  goal: curriculum ahead (sum over behaviors) -> {'met' if ahead else 'not met'}")
-    return ahead
+    return [
+        Figure(
+            "WallJump curriculum minus none (summed rewards)",
+            sum(with_lessons) - sum(without),
+            Goal(0.0, strict=True),
+        ),
+        Figure("WallJump curriculum summed reward", sum(with_lessons)),
+        Figure("WallJump no-curriculum summed reward", sum(without)),
+    ]
 
 
-def hallway(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``hallway``; True when memory is clearly above (by at least 0.1)."""
+def hallway(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``hallway``: the memory run's mean reward minus the run without memory's (goal: at
+    least 0.1, clearly above), and the memory run's share of correct goals."""
     config = yaml.safe_load(HALLWAY_CONFIG.read_text(encoding="utf-8"))
     config = with_max_steps(config, args.hallway_steps)
     rows = []
@@ -144,7 +161,11 @@ def hallway(args: argparse.Namespace, workdir: Path) -> bool:
         )
     above = rows[0][1] >= rows[1][1] + 0.1
     print(f"  goal: memory clearly above (by >= 0.1) -> {'met' if above else 'not met'}")
-    return above
+    return [
+        Figure("Hallway memory minus no memory", rows[0][1] - rows[1][1], Goal(0.1)),
+        Figure("Hallway memory correct-goal share", rows[0][3]),
+        Figure("Hallway no-memory correct-goal share", rows[1][3]),
+    ]
 
 
 def correct_share(run_dir: Path, tail: int) -> float:
@@ -157,9 +178,9 @@ def correct_share(run_dir: Path, tail: int) -> float:
     return sum(correct) / total if total else float("nan")
 
 
-def speed(args: argparse.Namespace, workdir: Path) -> bool | None:
-    """Part ``speed``; True when unity-train takes at most half mlagents-learn's time, None
-    when the reference peer is unavailable."""
+def speed(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``speed``: unity-train's time over mlagents-learn's (goal: at most 0.5); None when
+    the reference peer is unavailable."""
     config = yaml.safe_load(HALLWAY_CONFIG.read_text(encoding="utf-8"))
     return race_mlagents_learn(
         config, "Hallway", "Hallway", args.target, args.time_limit, args.seed, workdir

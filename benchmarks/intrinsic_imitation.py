@@ -35,16 +35,23 @@ Usage::
 
     python -m benchmarks.intrinsic_imitation [--only pyramids|pushblock|speed ...]
         [--pyramids-steps 300000] [--pushblock-steps 300000] [--pushblock-target 4]
-        [--target 0.0] [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent]
-        [--workdir DIR]
+        [--target 0.0] [--time-limit 1800] [--seeds 1 2 3 | --seed 1] [--tail 3]
+        [--concurrent] [--workdir DIR]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
-(the reference peer or the demonstrations are unavailable; the reason is printed).
+``--seeds 1 2 3`` runs every chosen part once per seed, each seed in ``<workdir>/seed<N>``
+(``--seed N``: one seed), and prints each figure per seed with its median, its worst seed and
+their spread (:mod:`benchmarks.seeds`); a goal is met when the median AND the worst seed meet
+it.
+
+Exit status 0 when the median and the worst seed of every figure met its goal, 1 otherwise, 2
+when a part could not run (the reference peer or the demonstrations are unavailable; the reason
+is printed).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,6 +64,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.mlagents_learn_3dball import parse_summaries  # noqa: E402
+from benchmarks.seeds import Figure, Goal  # noqa: E402
 from benchmarks.trainer_runs import (  # noqa: E402
     add_common_arguments,
     mean_of_last,
@@ -139,8 +147,9 @@ def steps_to(output: str, behavior: str, target: float, tail: int = 1) -> int | 
     return None
 
 
-def pyramids(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``pyramids``; True when both intrinsic variants are clearly above."""
+def pyramids(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``pyramids``: the smaller intrinsic variant's mean reward minus the extrinsic-only
+    one's (goal: at least 0.1, clearly above), and each variant's."""
     config = yaml.safe_load(PYRAMIDS_CONFIG.read_text(encoding="utf-8"))
     config = with_max_steps(config, args.pyramids_steps)
     variants = pyramids_variants(config)
@@ -158,12 +167,18 @@ def pyramids(args: argparse.Namespace, workdir: Path) -> bool:
     print(
         f"  goal: curiosity and RND clearly above extrinsic only -> {'met' if met else 'not met'}"
     )
-    return met
+    margin = min(rewards["curiosity"][0], rewards["rnd"][0]) - base
+    return [
+        Figure("Pyramids intrinsic minus extrinsic (the lower of the two)", margin, Goal(0.1)),
+        *(Figure(f"Pyramids {name} reward", reward) for name, (reward, _) in rewards.items()),
+    ]
 
 
-def pushblock(args: argparse.Namespace, workdir: Path) -> bool | None:
-    """Part ``pushblock``; True when the demonstrations reach the target in fewer steps, None
-    without the demonstration file."""
+def pushblock(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``pushblock``: the steps to the target with the demonstrations over those without
+    (goal: below 1; a run that did not reach it counts ``--pushblock-steps`` for PPO, a bound,
+    and makes the ratio unmeasured for GAIL + BC), and each run's steps; None without the
+    demonstration file."""
     if not DEMO.is_file():
         print(f"\npushblock: skipped, {DEMO} is absent")
         return None
@@ -186,11 +201,17 @@ def pushblock(args: argparse.Namespace, workdir: Path) -> bool | None:
     ours, plain_steps = reached["gail+bc"], reached["ppo"]
     met = ours is not None and (plain_steps is None or ours < plain_steps)
     print(f"  goal: fewer steps with the demonstrations -> {'met' if met else 'not met'}")
-    return met
+    ratio = math.nan if ours is None else ours / (plain_steps or args.pushblock_steps)
+    return [
+        Figure("PushBlock steps GAIL+BC / PPO", ratio, Goal(1.0, higher=False, strict=True)),
+        Figure("PushBlock GAIL+BC steps", math.nan if ours is None else ours),
+        Figure("PushBlock PPO steps", math.nan if plain_steps is None else plain_steps),
+    ]
 
 
-def speed(args: argparse.Namespace, workdir: Path) -> bool | None:
-    """Part ``speed``; True when unity-train takes at most half mlagents-learn's time."""
+def speed(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``speed``: unity-train's time over mlagents-learn's (goal: at most 0.5); None when
+    the reference peer is unavailable."""
     config = yaml.safe_load(PYRAMIDS_CONFIG.read_text(encoding="utf-8"))
     return race_mlagents_learn(
         config, "Pyramids", "Pyramids", args.target, args.time_limit, args.seed, workdir

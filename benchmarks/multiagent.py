@@ -40,6 +40,11 @@ the trained policy play its sampled actions in the evaluation games, as Unity's 
 by default (``BehaviorParameters.DeterministicInference`` off), instead of its deterministic
 ones. ``--random-baseline`` also plays the evaluation games random against random (about 50%
 wins in Tennis; in SoccerTwos about as many wins as losses, most games drawn).
+``--mlagents-learn`` (``tennis`` and ``soccer``): the official ``mlagents-learn`` 1.1.0 (reference
+peer venv) also trains the same config for the same steps with the same seed, on one
+executable of the same player scene, and its exported ONNX plays the same games against random
+(:mod:`benchmarks.policy_eval` reads ML-Agents' exporter's tensor names as they are); its
+win rate is printed per seed, for comparison, without a goal of its own.
 
 ``--workdir DIR`` keeps the runs in ``DIR`` instead of a temporary folder: the same command
 with the same folder continues a run stopped before its budget (Ctrl-C saves it; a temporary
@@ -54,10 +59,17 @@ Usage::
         [--collab-steps 500000]
         [--eval-episodes 100] [--random-baseline] [--inference deterministic|sampled]
         [--target 0.0]
-        [--time-limit 1800] [--seed 1] [--tail 3] [--concurrent] [--workdir DIR]
+        [--time-limit 1800] [--seeds 1 2 3 | --seed 1] [--tail 3] [--concurrent] [--workdir DIR]
+        [--mlagents-learn]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when a part could not run
-(the reference peer is unavailable; the reason is printed).
+``--seeds 1 2 3`` runs every chosen part once per seed, each seed in ``<workdir>/seed<N>``
+(``--seed N``: one seed), and prints each figure per seed with its median, its worst seed and
+their spread (:mod:`benchmarks.seeds`); a goal is met when the median AND the worst seed meet
+it.
+
+Exit status 0 when the median and the worst seed of every figure of every part that ran met
+its goal, 1 otherwise, 2 when a part could not run (the reference peer is unavailable; the
+reason is printed).
 """
 
 from __future__ import annotations
@@ -74,7 +86,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.mlagents_learn_3dball import ensure_onnx  # noqa: E402
+from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv  # noqa: E402
 from benchmarks.policy_eval import MatchRecord, play_against_random  # noqa: E402
+from benchmarks.seeds import Figure, Goal  # noqa: E402
 from benchmarks.trainer_runs import (  # noqa: E402
     GROUP_REWARD,
     add_common_arguments,
@@ -134,17 +149,22 @@ def _print_elo(run_dir: Path) -> None:
 
 
 def _evaluate(
-    args: argparse.Namespace, scene: str, model: Path, goal: float, what: str
+    args: argparse.Namespace,
+    scene: str,
+    model: Path,
+    goal: float,
+    what: str,
+    with_baseline: bool = True,
 ) -> MatchRecord:
     """Print (and return) the trained team's record against a random team, and the random
-    baseline when asked."""
+    baseline when asked (``--random-baseline``, unless ``with_baseline`` is False)."""
     sampled = args.inference == "sampled"
     record = play_against_random(scene, model, args.eval_episodes, args.seed, sampled=sampled)
     print(
         f"  trained ({args.inference} actions) vs random, {args.eval_episodes} {what}: {record} "
         f"(goal >= {goal:.0%})"
     )
-    if args.random_baseline:
+    if args.random_baseline and with_baseline:
         baseline = play_against_random(scene, None, args.eval_episodes, args.seed)
         print(f"  random vs random, {args.eval_episodes} {what}: {baseline}")
     return record
@@ -159,9 +179,19 @@ def _self_play(
     what: str,
     goal: float,
     flags: Sequence[str] = (),
-) -> bool:
+) -> list[Figure] | None:
     """Train ``config`` on ``scene`` for ``steps``, print its ELO and its record against a
-    random team; True when the win rate reaches ``goal``."""
+    random team; the figure is the win rate (goal: at least ``goal``). With
+    ``--mlagents-learn``, the official ``mlagents-learn`` then trains the same config on the same
+    player scene (one executable, ``--num-envs 1``) and seed, and its exported model plays the
+    same games: its win rate is a figure for information. None (printed) when
+    ``--mlagents-learn`` is asked and the reference peer venv is unavailable."""
+    if args.mlagents_learn:
+        try:
+            ensure_onnx(ensure_peer_venv(learn=True))
+        except PeerUnavailableError as error:
+            print(f"\n{scene}: not run: mlagents-learn asked, reference peer unavailable: {error}")
+            return None
     name = scene.lower()
     train(with_max_steps(config, steps), name, workdir, ["--scene", scene, *flags], args.seed)
     run_dir = workdir / "results" / name
@@ -170,17 +200,52 @@ def _self_play(
     record = _evaluate(args, scene, run_dir / f"{scene}.onnx", goal, what)
     met = record.win_rate >= goal
     print(f"  goal: win rate >= {goal:.0%} -> {'met' if met else 'not met'}")
-    return met
+    figures = [Figure(f"{scene} win rate vs random", record.win_rate, Goal(goal))]
+    if args.mlagents_learn:
+        theirs = _mlagents_learn_self_play(args, workdir, config, scene, steps, what, goal)
+        figures.append(Figure(f"{scene} win rate vs random (mlagents-learn)", theirs))
+    return figures
 
 
-def tennis(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``tennis``; True when the trained policy wins at least 90% of points."""
+def _mlagents_learn_self_play(
+    args: argparse.Namespace,
+    workdir: Path,
+    config: dict[str, Any],
+    scene: str,
+    steps: int,
+    what: str,
+    goal: float,
+) -> float:
+    """Train ``config`` with ``mlagents-learn`` (run ``<scene>-mlagents-learn`` in ``workdir``,
+    continued as :func:`benchmarks.trainer_runs.train` continues its runs) on one executable of
+    ``scene`` and return its exported policy's win rate against a random team.
+
+    ML-Agents' exporter names its tensors as ``unity-train``'s does (inputs ``obs_<i>``, outputs
+    ``continuous_actions`` / ``deterministic_continuous_actions`` and the discrete ones); the
+    ``action_masks`` and ``recurrent_in`` inputs it declares are left out of the file when the
+    policy does not use them (feed-forward continuous control, as Tennis), so
+    :class:`benchmarks.policy_eval.OnnxPolicy` plays it as it is."""
+    from unity_gym.player.build import build_executable
+
+    name = f"{scene.lower()}-mlagents-learn"
+    build = build_executable(scene, workdir / f"build-{scene}").with_suffix("")
+    flags = ["--env", str(build), "--num-envs", "1", "--timeout-wait", "120"]
+    train(with_max_steps(config, steps), name, workdir, flags, args.seed, "mlagents-learn")
+    run_dir = workdir / "results" / name
+    print(f"\n{scene} (mlagents-learn 1.1.0), {steps} steps, seed {args.seed}")
+    _print_elo(run_dir)
+    record = _evaluate(args, scene, run_dir / f"{scene}.onnx", goal, what, with_baseline=False)
+    return record.win_rate
+
+
+def tennis(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``tennis``: the trained policy's point-win rate (goal: at least 90%)."""
     config = yaml.safe_load(TENNIS_CONFIG.read_text(encoding="utf-8"))
     return _self_play(args, workdir, config, "Tennis", args.tennis_steps, "points", 0.9)
 
 
-def soccer(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``soccer``; True when the trained team wins at least 80% of games."""
+def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``soccer``: the trained team's game-win rate (goal: at least 80%)."""
     flags = ["--num-envs", str(args.soccer_envs)]
     if args.soccer_precision != "float32":  # the flags of runs kept in a --workdir stay valid
         flags += ["--torch-precision", args.soccer_precision]
@@ -189,8 +254,8 @@ def soccer(args: argparse.Namespace, workdir: Path) -> bool:
     )
 
 
-def collab(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``collab``; True when POCA's mean group reward is above PPO's."""
+def collab(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``collab``: POCA's mean group reward minus PPO's (goal: above 0), and each."""
     poca_config = yaml.safe_load(COLLAB_POCA_CONFIG.read_text(encoding="utf-8"))
     ppo_config = yaml.safe_load(COLLAB_PPO_CONFIG.read_text(encoding="utf-8"))
     runs = [
@@ -207,12 +272,16 @@ def collab(args: argparse.Namespace, workdir: Path) -> bool:
     print(f"  ppo   mean episode reward (last {ppo_count} summaries)             {ppo:+.3f}")
     higher = poca > ppo
     print(f"  goal: POCA higher -> {'met' if higher else 'not met'}")
-    return higher
+    return [
+        Figure("PushBlockCollab POCA minus PPO", poca - ppo, Goal(0.0, strict=True)),
+        Figure("PushBlockCollab POCA group reward", poca),
+        Figure("PushBlockCollab PPO reward", ppo),
+    ]
 
 
-def speed(args: argparse.Namespace, workdir: Path) -> bool | None:
-    """Part ``speed``; True when ``unity-train`` POCA takes at most half ``mlagents-learn``'s
-    time to ``--target``; None when the reference peer is unavailable."""
+def speed(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``speed``: ``unity-train`` POCA's time to ``--target`` over ``mlagents-learn``'s
+    (goal: at most 0.5); None when the reference peer is unavailable."""
     config = yaml.safe_load(COLLAB_POCA_CONFIG.read_text(encoding="utf-8"))
     return race_mlagents_learn(
         config,
@@ -244,6 +313,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--collab-steps", type=int, default=500_000)
     parser.add_argument("--eval-episodes", type=int, default=100, help="games vs random")
     parser.add_argument("--random-baseline", action="store_true", help="also play random vs random")
+    parser.add_argument(
+        "--mlagents-learn",
+        action="store_true",
+        help=(
+            "tennis and soccer: also train the same config with mlagents-learn 1.1.0 (reference "
+            "peer venv) on the same scene and seed, and play its model against random"
+        ),
+    )
     parser.add_argument(
         "--inference",
         choices=("deterministic", "sampled"),

@@ -24,11 +24,11 @@ Usage::
 
     python -m benchmarks.torch_device [--only soccer|3dball] [--soccer-steps 61440]
                                       [--ball-steps 150000] [--num-envs 4]
-                                      [--precision float32|bf16-mixed] [--seed 1] [--tail 3]
-                                      [--workdir DIR]
+                                      [--precision float32|bf16-mixed]
+                                      [--seeds 1 2 3 | --seed 1] [--tail 3] [--workdir DIR]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise, 2 when CUDA is not available
-(the reason is printed).
+Exit status 0 when the median and the worst seed of every part's figure met its goal, 1
+otherwise, 2 when CUDA is not available (the reason is printed).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.multiagent import SOCCER_TWOS_POCA  # noqa: E402
+from benchmarks.seeds import Figure, Goal  # noqa: E402
 from benchmarks.trainer_runs import run_parts, with_max_steps  # noqa: E402
 from benchmarks.update_precision import (  # noqa: E402
     PARTS,
@@ -90,19 +91,21 @@ def _compare(
     return results
 
 
-def soccer(args: argparse.Namespace, workdir: Path) -> bool | None:
-    """Part ``soccer``; True when updates on the GPU take at most 0.5x as long."""
+def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``soccer``: the GPU's time per update over the CPU's (goal: at most 0.5); None
+    without CUDA."""
     config = with_max_steps(SOCCER_TWOS_POCA, args.soccer_steps, summaries=3)
     results = _compare(args, workdir, config, "soccer", "SoccerTwos")
     if results is None:
         return None
     ratio = results["cuda"][0].per_update / results["cpu"][0].per_update
     print(f"  goal: updates <= 0.5x -> {'met' if ratio <= 0.5 else 'not met'}")
-    return ratio <= 0.5
+    return [Figure("SoccerTwos update time cuda / cpu", ratio, Goal(0.5, higher=False))]
 
 
-def ball(args: argparse.Namespace, workdir: Path) -> bool | None:
-    """Part ``3dball``; True when both devices end at a mean reward of at least 90."""
+def ball(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
+    """Part ``3dball``: the lower final mean reward of the two devices (goal: at least 90);
+    None without CUDA."""
     results = _compare(args, workdir, ball_config(args.ball_steps), "3dball", "3DBall")
     return None if results is None else both_learned(results)
 

@@ -28,10 +28,15 @@ hits all of them alike) and the median of each ratio over the rounds is printed 
 Usage::
 
     python -m benchmarks.train_3dball [--num-envs 4] [--target 90] [--time-limit 900]
-                                      [--seed 1] [--rounds 1]
+                                      [--seeds 1 2 3 | --seed 1] [--rounds 1]
                                       [--only unity-train --only sb3 ...]
 
-Exit status 0 when every contender that ran reached the target, 1 otherwise, 2 when the
+``--seeds 1 2 3`` runs the rounds once per seed (every contender with that seed) and prints,
+per seed, each ratio (the median of its rounds) and each contender's seconds, with their
+median over seeds, worst seed and spread (:func:`seed_figures`, :mod:`benchmarks.seeds`).
+
+Exit status 0 when the median and the worst seed of every ratio meet its goal and every
+contender reached the target in every round, 1 otherwise, 2 when the
 reference peer is unavailable (``mlagents-learn`` is then skipped with the reason).
 """
 
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -66,6 +72,14 @@ from benchmarks.mlagents_learn_3dball import (  # noqa: E402
 )
 from benchmarks.peer_runner import free_port, peer_process_environment  # noqa: E402
 from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv  # noqa: E402
+from benchmarks.seeds import (  # noqa: E402
+    Figure,
+    Goal,
+    add_seed_arguments,
+    chosen_seeds,
+    format_table,
+    summarize_figures,
+)
 
 __all__ = [
     "CONTENDERS",
@@ -74,6 +88,7 @@ __all__ = [
     "main",
     "run_until_target",
     "sb3_arguments",
+    "seed_figures",
     "time_to_target",
 ]
 
@@ -388,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--num-envs", type=int, default=4, help="game processes (12 agents each)")
     parser.add_argument("--target", type=float, default=90.0, help="mean reward to reach")
     parser.add_argument("--time-limit", type=float, default=900.0, help="seconds per contender")
-    parser.add_argument("--seed", type=int, default=1)
+    add_seed_arguments(parser)
     parser.add_argument(
         "--rounds", type=int, default=1, help="run the contenders this many times in turn"
     )
@@ -401,10 +416,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.sb3_worker:
-        return _sb3_worker(args.config, args.build, args.num_envs, args.seed)
+        return _sb3_worker(args.config, args.build, args.num_envs, chosen_seeds(args)[0])
 
     from unity_gym.player.build import build_executable
 
+    try:
+        seeds = chosen_seeds(args)
+    except ValueError as error:
+        parser.error(str(error))
     chosen = [name for name in CONTENDERS if not args.only or name in args.only]
     python: Path | None = None
     skipped: dict[str, str] = {}
@@ -416,40 +435,76 @@ def main(argv: Sequence[str] | None = None) -> int:
             skipped["mlagents-learn"] = f"reference peer venv unavailable: {error}"
             chosen.remove("mlagents-learn")
     workdir = Path(tempfile.mkdtemp(prefix="train-3dball-"))
-    rounds: list[dict[str, ContenderResult]] = []
+    per_seed: dict[int, list[Figure]] = {}
     try:
         build = build_executable(BEHAVIOR, workdir / "build").with_suffix("")
         print(
             f"3DBall, {args.num_envs} game(s) x {AGENTS_PER_GAME} agents, config {args.config}, "
-            f"target mean reward {args.target}, load average {os.getloadavg()[0]:.1f}",
+            f"target mean reward {args.target}, seeds {' '.join(map(str, seeds))}, "
+            f"load average {os.getloadavg()[0]:.1f}",
             flush=True,
         )
-        for number in range(args.rounds):
-            results: dict[str, ContenderResult] = {}
-            round_dir = workdir / f"round-{number}"
-            round_dir.mkdir()
-            for name in chosen:
-                command = _commands(
-                    name, python, args.config, build, round_dir, args.num_envs, args.seed
-                )
-                env = peer_process_environment() if name == "mlagents-learn" else dict(os.environ)
-                results[name] = run_until_target(name, command, env, args.target, args.time_limit)
-            rounds.append(results)
-            _print_round(number, args.rounds, results, skipped, args.target)
+        for seed in seeds:
+            rounds: list[dict[str, ContenderResult]] = []
+            for number in range(args.rounds):
+                results: dict[str, ContenderResult] = {}
+                round_dir = workdir / f"seed{seed}" / f"round-{number}"
+                round_dir.mkdir(parents=True)
+                for name in chosen:
+                    command = _commands(
+                        name, python, args.config, build, round_dir, args.num_envs, seed
+                    )
+                    env = (
+                        peer_process_environment() if name == "mlagents-learn" else dict(os.environ)
+                    )
+                    results[name] = run_until_target(
+                        name, command, env, args.target, args.time_limit
+                    )
+                rounds.append(results)
+                _print_round(number, args.rounds, results, skipped, args.target, seed)
+            per_seed[seed] = seed_figures(rounds, chosen, args.time_limit)
+            if args.rounds > 1:
+                print(f"\nseed {seed}: median over {args.rounds} rounds")
+                for figure in per_seed[seed]:
+                    print(f"  {figure.name:45s} {figure.value:.2f}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if args.rounds > 1:
-        print(f"\nmedian over {args.rounds} rounds")
-        for other, goal in (("mlagents-learn", 0.5), ("sb3", 0.7)):
-            ratios = [_ratio_value(r.get("unity-train"), r.get(other)) for r in rounds]
-            known = [value for value in ratios if value is not None]
-            shown = f"{statistics.median(known):.2f}x" if known else "n/a"
-            listed = ", ".join("n/a" if v is None else f"{v:.2f}x" for v in ratios)
-            print(f"  unity-train / {other:15s} {shown} (rounds: {listed}; goal <= {goal}x)")
+    summaries = summarize_figures(per_seed)
+    print(f"\n{format_table(f'3DBall, wall time to mean reward {args.target}', summaries)}")
     if skipped:
         return 2
-    reached = all(r.seconds is not None for results in rounds for r in results.values())
-    return 0 if reached else 1
+    return 0 if all(summary.met for summary in summaries) else 1
+
+
+#: The goal of each ratio ``unity-train / <contender>``.
+RATIO_GOALS = {"mlagents-learn": 0.5, "sb3": 0.7}
+
+
+def seed_figures(
+    rounds: Sequence[dict[str, ContenderResult]], chosen: Sequence[str], time_limit: float
+) -> list[Figure]:
+    """One seed's figures from its rounds: the median over rounds of each ratio
+    ``unity-train / <contender>`` whose two contenders ran (goals: <= 0.5 for
+    ``mlagents-learn``, <= 0.7 for SB3; nan when no round has both times), and each contender's
+    median seconds to the target (goal: within ``time_limit``; nan when a round did not reach
+    it)."""
+    figures = []
+    for other, goal in RATIO_GOALS.items():
+        if "unity-train" in chosen and other in chosen:
+            ratios = [_ratio_value(r.get("unity-train"), r.get(other)) for r in rounds]
+            known = [value for value in ratios if value is not None]
+            value = statistics.median(known) if known else math.nan
+            figures.append(
+                Figure(f"time ratio unity-train / {other}", value, Goal(goal, higher=False))
+            )
+    for name in chosen:
+        times = [r[name].seconds for r in rounds]
+        if any(seconds is None for seconds in times):
+            value = math.nan
+        else:
+            value = statistics.median(seconds for seconds in times if seconds is not None)
+        figures.append(Figure(f"{name} seconds", value, Goal(time_limit, higher=False)))
+    return figures
 
 
 def _print_round(
@@ -458,9 +513,10 @@ def _print_round(
     results: dict[str, ContenderResult],
     skipped: dict[str, str],
     target: float,
+    seed: int,
 ) -> None:
     """The times and ratios of one round."""
-    which = f", round {number + 1} of {total}" if total > 1 else ""
+    which = f", seed {seed}" + (f", round {number + 1} of {total}" if total > 1 else "")
     print(f"\nwall time to mean reward >= {target}{which} (load average {os.getloadavg()[0]:.1f})")
     for name in CONTENDERS:
         if name in skipped:

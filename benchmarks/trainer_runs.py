@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -33,6 +34,15 @@ from benchmarks.mlagents_learn_3dball import (
 )
 from benchmarks.peer_runner import free_port, peer_process_environment
 from benchmarks.peer_venv import PeerUnavailableError, ensure_peer_venv
+from benchmarks.seeds import (
+    Figure,
+    Goal,
+    add_seed_arguments,
+    chosen_seeds,
+    format_table,
+    seed_workdir,
+    summarize_figures,
+)
 from benchmarks.train_3dball import ContenderProcess, ContenderResult, run_until_target
 
 __all__ = [
@@ -40,10 +50,12 @@ __all__ = [
     "Part",
     "RunStoppedError",
     "ScalarPoint",
+    "Trainer",
     "add_common_arguments",
     "budget_shortfall",
     "last_scalar",
     "mean_of_last",
+    "mlagents_learn_command",
     "race_mlagents_learn",
     "run_parts",
     "run_until_group_reward",
@@ -53,9 +65,12 @@ __all__ = [
     "with_max_steps",
 ]
 
-Part = Callable[[argparse.Namespace, Path], "bool | None"]
-"""One part of a benchmark: True when it met its goal, False when not, None when it could not
-run (the reason printed)."""
+Trainer = Literal["unity-train", "mlagents-learn"]
+"""Who trains a run of :func:`train`."""
+Part = Callable[[argparse.Namespace, Path], "Sequence[Figure] | None"]
+"""One part of a benchmark, run once per seed (``args.seed``) in that seed's folder: the figures
+it measured, each with its goal (:mod:`benchmarks.seeds`), or None when it could not run (the
+reason printed)."""
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: The TensorBoard tag of a group's cumulative reward per group episode (ML-Agents' name; POCA).
@@ -98,9 +113,22 @@ class RunStoppedError(RuntimeError):
     checkpoints are in the workdir, and the same command with ``--workdir`` continues it."""
 
 
-def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str], seed: int) -> str:
+def train(
+    config: dict[str, Any],
+    name: str,
+    workdir: Path,
+    flags: Sequence[str],
+    seed: int,
+    trainer: Trainer = "unity-train",
+) -> str:
     """Run ``unity-train`` on ``config`` to its ``max_steps``; returns its console output, every
     invocation's (kept in ``<workdir>/<name>.log``).
+
+    With ``trainer="mlagents-learn"`` the official ``mlagents-learn`` 1.1.0 of the reference peer
+    venv trains instead, with the same config, seed, results folder and run id; ``flags`` are
+    then its own (such as ``--env BUILD --num-envs 1``; see :func:`mlagents_learn_command`), and
+    it exports ``<workdir>/results/<name>/<Behavior>.onnx`` as ``unity-train`` does. Its
+    summary lines have the same form, so the same budget checks apply.
 
     A run that an earlier invocation left in ``workdir`` (``--workdir``) is continued with
     ``--resume`` when it is short of its budget, and not trained again when complete; it must
@@ -114,12 +142,15 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
             exits with status 0 when stopped; see :func:`budget_shortfall`), Ctrl-C included.
         RuntimeError: if ``unity-train`` failed, or ``workdir`` holds this run with other
             settings.
+        PeerUnavailableError: ``mlagents-learn`` was asked for and the reference peer venv is
+            unavailable.
     """
     path, log = workdir / f"{name}.yaml", workdir / f"{name}.log"
     settings = workdir / f"{name}.settings.json"
-    wanted = json.dumps(
-        {"config": config, "flags": list(flags), "seed": seed}, sort_keys=True, default=str
-    )
+    kept_settings: dict[str, Any] = {"config": config, "flags": list(flags), "seed": seed}
+    if trainer != "unity-train":  # runs kept before this option keep matching
+        kept_settings["trainer"] = trainer
+    wanted = json.dumps(kept_settings, sort_keys=True, default=str)
     run_dir = workdir / "results" / name
     resume = run_dir.is_dir() and any(run_dir.iterdir())
     if resume:
@@ -135,17 +166,27 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
             return previous
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     settings.write_text(wanted, encoding="utf-8")
-    command = [
-        sys.executable, "-m", "trainers", str(path), "--run-id", name,
-        "--results-dir", str(workdir / "results"), "--seed", str(seed), *flags,
-        *(["--resume"] if resume else []),
+    shared = [
+        str(path), "--run-id", name, "--results-dir", str(workdir / "results"),
+        "--seed", str(seed), *flags, *(["--resume"] if resume else []),
     ]  # fmt: skip
-    print(f"\n== {name}\n$ unity-train {' '.join(command[3:])}", flush=True)
+    env: dict[str, str] | None = None
+    if trainer == "mlagents-learn":
+        command = mlagents_learn_command(shared)
+        env = peer_process_environment()
+    else:
+        command = [sys.executable, "-m", "trainers", *shared]
+    print(f"\n== {name}\n$ {trainer} {' '.join(shared)}", flush=True)
     with log.open("ab") as sink:
         start = sink.tell()  # a byte offset: this invocation's output follows it
         # A session of its own: a terminal's Ctrl-C reaches it once, through _wait_saving.
         process = subprocess.Popen(
-            command, cwd=REPO_ROOT, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         with _RUNNING_LOCK:
             _RUNNING.add(process)
@@ -164,16 +205,33 @@ def train(config: dict[str, Any], name: str, workdir: Path, flags: Sequence[str]
     print("\n".join([f"-- {name} finished", *shown]), flush=True)  # one block per run
     if process.returncode != 0 and not interrupted:
         print(output[-3000:], flush=True)
-        raise RuntimeError(f"{name}: unity-train exited with {process.returncode}")
+        raise RuntimeError(f"{name}: {trainer} exited with {process.returncode}")
     shortfalls = budget_shortfall(output, config)
     if shortfalls:
         raise RunStoppedError(
-            f"{name}: unity-train stopped before its budget ({'; '.join(shortfalls)}), so its "
+            f"{name}: {trainer} stopped before its budget ({'; '.join(shortfalls)}), so its "
             "results are not the budget's"
         )
     if interrupted:
         raise RunStoppedError(f"{name}: stopped by Ctrl-C (at the end of its budget)")
     return output
+
+
+def mlagents_learn_command(arguments: Sequence[str]) -> list[str]:
+    """The command line of the official ``mlagents-learn`` 1.1.0 (reference peer venv, ONNX
+    export as :mod:`benchmarks.mlagents_learn_3dball` makes it) with ``arguments`` and a free
+    ``--base-port``, ``--no-graphics`` and ``--torch-device cpu``; run it with
+    :func:`benchmarks.peer_runner.peer_process_environment`.
+
+    Raises:
+        PeerUnavailableError: the reference peer venv is unavailable.
+    """
+    python = ensure_peer_venv(learn=True)
+    ensure_onnx(python)
+    return [
+        str(python), "-c", _LEARN_WITH_LEGACY_ONNX_EXPORT, *arguments,
+        "--base-port", str(free_port()), "--no-graphics", "--torch-device", "cpu",
+    ]  # fmt: skip
 
 
 def _only_budget_raised(kept: str, wanted: str) -> bool:
@@ -370,7 +428,7 @@ def race_mlagents_learn(
     seed: int,
     workdir: Path,
     group_reward: bool = False,
-) -> bool | None:
+) -> list[Figure] | None:
     """Wall time from launch to the first summary of ``behavior`` with mean reward >=
     ``target``: ``unity-train`` then ``mlagents-learn`` (reference peer venv), on ``config``,
     one game process of one executable of built-in ``scene``. Prints both and their ratio.
@@ -382,14 +440,18 @@ def race_mlagents_learn(
     by then, the goal is met and the ratio printed is an upper bound (``< t / its time``).
 
     Returns:
-        Whether ``unity-train`` took at most half ``mlagents-learn``'s time; ``None`` when the
+        The figures: the time ratio ``unity-train / mlagents-learn`` (goal <= 0.5; the bound
+        when ``mlagents-learn`` ran out of time, nan when ``unity-train`` did not reach the
+        target) and each contender's seconds (nan: not reached; for information); None when the
         reference peer is unavailable (printed).
     """
     from unity_gym.player.build import build_executable
 
+    shared = ["--num-envs", "1", "--run-id", "race", "--seed", str(seed), "--timeout-wait", "120"]
     try:
-        python = ensure_peer_venv(learn=True)
-        ensure_onnx(python)
+        learn = mlagents_learn_command(
+            [*shared, "--results-dir", str(workdir / f"race-{scene}-mlagents-learn")]
+        )
     except PeerUnavailableError as error:
         print(f"\nmlagents-learn race skipped: reference peer venv unavailable: {error}")
         return None
@@ -398,20 +460,13 @@ def race_mlagents_learn(
     build = build_executable(scene, workdir / f"build-{scene}").with_suffix("")
     path = workdir / f"race-{scene}.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    shared = [
-        str(path), "--env", str(build), "--num-envs", "1", "--run-id", "race",
-        "--seed", str(seed), "--timeout-wait", "120",
-    ]  # fmt: skip
+    where = [str(path), "--env", str(build)]
     commands = {
         "unity-train": [
-            sys.executable, "-m", "trainers", *shared,
+            sys.executable, "-m", "trainers", *where, *shared,
             "--results-dir", str(workdir / f"race-{scene}-unity-train"),
         ],
-        "mlagents-learn": [
-            str(python), "-c", _LEARN_WITH_LEGACY_ONNX_EXPORT, *shared,
-            "--results-dir", str(workdir / f"race-{scene}-mlagents-learn"),
-            "--base-port", str(free_port()), "--no-graphics", "--torch-device", "cpu",
-        ],
+        "mlagents-learn": [*learn[:3], *where, *learn[3:]],
     }  # fmt: skip
     results: dict[str, ContenderResult] = {}
     limits = {"unity-train": time_limit, "mlagents-learn": time_limit}
@@ -438,25 +493,31 @@ def race_mlagents_learn(
             f"  {result.name:15s} {shown} (step {result.step}, last mean {result.last_mean:+.3f})"
         )
     ours, theirs = results["unity-train"].seconds, results["mlagents-learn"].seconds
+    ratio = math.nan
     if ours is not None and theirs is None and results["mlagents-learn"].note.startswith("time"):
-        bound = ours / limits["mlagents-learn"]
+        ratio = ours / limits["mlagents-learn"]
         print(
-            f"  unity-train / mlagents-learn: < {bound:.2f}x (mlagents-learn did not reach it in "
+            f"  unity-train / mlagents-learn: < {ratio:.2f}x (mlagents-learn did not reach it in "
             f"{limits['mlagents-learn']:.0f} s; goal <= 0.5x)"
         )
-        return bound <= 0.5
-    if ours is None or theirs is None:
+    elif ours is None or theirs is None:
         print("  unity-train / mlagents-learn: n/a (goal <= 0.5x)")
-        return False
-    print(f"  unity-train / mlagents-learn: {ours / theirs:.2f}x (goal <= 0.5x)")
-    return ours / theirs <= 0.5
+    else:
+        ratio = ours / theirs
+        print(f"  unity-train / mlagents-learn: {ratio:.2f}x (goal <= 0.5x)")
+    return [
+        Figure(f"{scene} time ratio unity-train / mlagents-learn", ratio, Goal(0.5, higher=False)),
+        Figure(f"{scene} unity-train seconds", math.nan if ours is None else ours),
+        Figure(f"{scene} mlagents-learn seconds", math.nan if theirs is None else theirs),
+    ]
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, parts: Sequence[str]) -> None:
-    """``--only``, ``--time-limit``, ``--seed``, ``--tail``, ``--concurrent`` and ``--workdir``."""
+    """``--only``, ``--time-limit``, ``--seeds`` / ``--seed``, ``--tail``, ``--concurrent`` and
+    ``--workdir``."""
     parser.add_argument("--only", action="append", choices=parts, help="parts to run")
     parser.add_argument("--time-limit", type=float, default=1800.0, help="seconds (race)")
-    parser.add_argument("--seed", type=int, default=1)
+    add_seed_arguments(parser)
     parser.add_argument("--tail", type=int, default=3, help="summaries averaged per run")
     parser.add_argument(
         "--concurrent",
@@ -475,24 +536,59 @@ def add_common_arguments(parser: argparse.ArgumentParser, parts: Sequence[str]) 
 
 
 def run_parts(parts: dict[str, Part], args: argparse.Namespace, prefix: str) -> int:
-    """Run the parts ``args.only`` chose (all by default) in ``args.workdir``, else in a
-    temporary folder, deleted at the end unless a run in it stopped before its budget
+    """Run the parts ``args.only`` chose (all by default), each once per seed of ``--seeds``
+    (or ``--seed``), in ``<args.workdir>/seed<N>`` (:func:`benchmarks.seeds.seed_workdir`),
+    else in a temporary folder, deleted at the end unless a run in it stopped before its budget
     (:class:`RunStoppedError`, Ctrl-C): then it is kept and named, for ``--workdir`` to continue.
+    After a part's seeds, its figures are printed per seed with their median, worst seed and
+    spread (:func:`benchmarks.seeds.format_table`); every part's table is printed again at the
+    end.
 
     Returns:
-        The exit status: 0 when every part met its goal, 2 when one could not run, 130 when a
-        second Ctrl-C killed a run, 1 otherwise (a part short of its goal, a failed run or one
-        stopped before its budget: these stop the benchmark, printing why).
+        The exit status: 0 when the median and the worst seed of every figure of every part met
+        its goal, 2 when a part could not run, 130 when a second Ctrl-C killed a run, 1
+        otherwise (a figure short of its goal, a failed run or one stopped before its budget:
+        these stop the benchmark, printing why; so does a bad ``--seeds`` or ``--workdir``).
     """
     chosen = [name for name in parts if not args.only or name in args.only]
     keep = args.workdir is not None
     workdir = Path(args.workdir) if keep else Path(tempfile.mkdtemp(prefix=prefix))
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"load average {os.getloadavg()[0]:.1f}; parts: {', '.join(chosen)}", flush=True)
+    tables: list[str] = []
     outcomes: list[bool | None] = []
     try:
+        seeds = chosen_seeds(args)
+        folders = {seed: seed_workdir(workdir, seed, seeds) for seed in seeds}
+    except ValueError as error:
+        print(f"error: {error}", flush=True)
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return 1
+    try:
+        print(
+            f"load average {os.getloadavg()[0]:.1f}; parts: {', '.join(chosen)}; "
+            f"seeds: {' '.join(map(str, seeds))}",
+            flush=True,
+        )
         for name in chosen:
-            outcomes.append(parts[name](args, workdir))
+            per_seed: dict[int, Sequence[Figure]] = {}
+            could_not_run = False
+            for seed in seeds:
+                folders[seed].mkdir(parents=True, exist_ok=True)
+                figures = parts[name](
+                    argparse.Namespace(**{**vars(args), "seed": seed}), folders[seed]
+                )
+                if figures is None:
+                    could_not_run = True
+                    break
+                per_seed[seed] = figures
+            if could_not_run:
+                outcomes.append(None)
+                continue
+            summaries = summarize_figures(per_seed)
+            tables.append(format_table(f"part {name}", summaries))
+            print(f"\n{tables[-1]}", flush=True)
+            outcomes.append(all(summary.met for summary in summaries))
     except (RunStoppedError, KeyboardInterrupt) as stop:
         keep = True
         print(
@@ -507,6 +603,12 @@ def run_parts(parts: dict[str, Part], args: argparse.Namespace, prefix: str) -> 
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+    if len(tables) > 1:
+        print(
+            "\n== every part over its seeds (a goal is met when the median and the worst seed "
+            "meet it)"
+        )
+        print("\n\n".join(tables), flush=True)
     if any(outcome is None for outcome in outcomes):
         return 2
     return 0 if all(outcomes) else 1

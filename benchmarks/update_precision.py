@@ -19,16 +19,18 @@ ratios ``bf16-mixed / float32``. Bfloat16 pays off on CPUs with AMX or AVX-512 B
 Usage::
 
     python -m benchmarks.update_precision [--only soccer|3dball] [--soccer-steps 61440]
-                                          [--ball-steps 150000] [--seed 1] [--tail 3]
-                                          [--workdir DIR]
+                                          [--ball-steps 150000] [--tail 3]
+                                          [--seeds 1 2 3 | --seed 1] [--workdir DIR]
 
-Exit status 0 when every part that ran met its goal, 1 otherwise.
+Exit status 0 when the median and the worst seed of every part's figure met its goal (see
+:mod:`benchmarks.seeds`), 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.multiagent import SOCCER_TWOS_POCA  # noqa: E402
+from benchmarks.seeds import Figure, Goal, add_seed_arguments  # noqa: E402
 from benchmarks.trainer_runs import (  # noqa: E402
     run_parts,
     scalar_series,
@@ -161,17 +164,18 @@ def _compare(
     return results
 
 
-def soccer(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``soccer``; True when bf16-mixed updates take at most 0.7x as long."""
+def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``soccer``: bf16-mixed's time per update over float32's (goal: at most 0.7)."""
     config = with_max_steps(SOCCER_TWOS_POCA, args.soccer_steps, summaries=3)
     results = _compare(args, workdir, config, "soccer", "SoccerTwos")
     ratio = results["bf16-mixed"][0].per_update / results["float32"][0].per_update
     print(f"  goal: updates <= 0.7x -> {'met' if ratio <= 0.7 else 'not met'}")
-    return ratio <= 0.7
+    return [Figure("SoccerTwos update time bf16-mixed / float32", ratio, Goal(0.7, higher=False))]
 
 
-def ball(args: argparse.Namespace, workdir: Path) -> bool:
-    """Part ``3dball``; True when both precisions end at a mean reward of at least 90."""
+def ball(args: argparse.Namespace, workdir: Path) -> list[Figure]:
+    """Part ``3dball``: the lower final mean reward of the two precisions (goal: at least
+    90)."""
     results = _compare(args, workdir, ball_config(args.ball_steps), "3dball", "3DBall")
     return both_learned(results)
 
@@ -182,18 +186,21 @@ def ball_config(steps: int) -> dict[str, Any]:
     return with_max_steps(config, steps, summaries=max(1, steps // 12000))
 
 
-def both_learned(results: dict[str, tuple[UpdateTimes, float]]) -> bool:
-    """Whether every run ended at a mean reward of at least 90 (printed)."""
+def both_learned(results: dict[str, tuple[UpdateTimes, float]]) -> list[Figure]:
+    """Whether every run ended at a mean reward of at least 90 (printed), as the figure "the
+    lowest final mean reward of the runs" (goal: at least 90; nan when a run has none)."""
     met = all(reward >= 90.0 for _, reward in results.values())
     print(f"  goal: both mean rewards >= 90 -> {'met' if met else 'not met'}")
-    return met
+    rewards = [reward for _, reward in results.values()]
+    lowest = math.nan if any(math.isnan(r) for r in rewards) else min(rewards)
+    return [Figure("3DBall lowest final mean reward", lowest, Goal(90.0))]
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options both parts take: ``--only``, ``--seed``, ``--tail``, ``--workdir``,
-    ``--soccer-steps`` and ``--ball-steps``."""
+    """The options both parts take: ``--only``, ``--seeds`` / ``--seed``, ``--tail``,
+    ``--workdir``, ``--soccer-steps`` and ``--ball-steps``."""
     parser.add_argument("--only", action="append", choices=PARTS, help="parts to run")
-    parser.add_argument("--seed", type=int, default=1)
+    add_seed_arguments(parser)
     parser.add_argument("--tail", type=int, default=3, help="summaries averaged per run")
     parser.add_argument(
         "--workdir", type=Path, help="keep the runs in this folder instead of a temporary one"

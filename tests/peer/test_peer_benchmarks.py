@@ -147,3 +147,50 @@ def test_train_3dball_translates_the_ppo_config_for_sb3() -> None:
     assert sb3_arguments(constant, num_slots=12)["learning_rate"] == pytest.approx(3e-4)
     with pytest.raises(ValueError, match="needs a ppo config"):
         sb3_arguments(dict(behavior, trainer_type="sac"), num_slots=12)
+
+
+def test_train_3dball_judges_each_seed_on_the_median_of_its_rounds() -> None:
+    from benchmarks.train_3dball import ContenderResult, seed_figures
+
+    def round_of(ours: float, theirs: float | None) -> dict[str, ContenderResult]:
+        return {
+            "unity-train": ContenderResult("unity-train", ours, 120000, 91.0),
+            "mlagents-learn": ContenderResult("mlagents-learn", theirs, 96000, 90.5),
+        }
+
+    rounds = [round_of(30.0, 100.0), round_of(27.0, 90.0), round_of(40.0, 80.0)]
+    ratio, ours, theirs = seed_figures(rounds, ["unity-train", "mlagents-learn"], 900.0)
+    assert ratio.name == "time ratio unity-train / mlagents-learn"
+    assert ratio.value == pytest.approx(0.3) and ratio.goal is not None
+    assert ratio.goal.met(ratio.value) and not ratio.goal.met(0.51)
+    assert (ours.value, theirs.value) == (30.0, 90.0)
+    late = seed_figures([round_of(30.0, None)], ["unity-train", "mlagents-learn"], 900.0)
+    assert late[0].value != late[0].value and late[2].value != late[2].value  # nan: not reached
+    alone = seed_figures([round_of(30.0, 90.0)], ["unity-train"], 900.0)
+    assert [figure.name for figure in alone] == ["unity-train seconds"]
+
+
+@pytest.mark.timeout(240)
+def test_tennis_trains_with_mlagents_learn_on_the_same_seed_and_plays_its_onnx(
+    peer_python: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.multiagent import main
+
+    code = main(
+        ["--only", "tennis", "--seed", "3", "--tennis-steps", "200", "--eval-episodes", "2",
+         "--mlagents-learn", "--workdir", str(tmp_path)]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    run = tmp_path / "seed3"
+    assert (run / "results" / "tennis" / "Tennis.onnx").is_file(), out[-3000:]
+    # The official exporter's file, played by the same evaluation as ours.
+    assert (run / "results" / "tennis-mlagents-learn" / "Tennis.onnx").is_file(), out[-3000:]
+    assert "$ mlagents-learn" in out and "--seed 3" in out
+    settings = json.loads((run / "tennis-mlagents-learn.settings.json").read_text("utf-8"))
+    assert settings["trainer"] == "mlagents-learn" and settings["seed"] == 3
+    assert out.count("trained (deterministic actions) vs random, 2 points: win rate") == 2
+    table = out[out.index("part tennis (seeds 3)") :].splitlines()
+    theirs = next(line for line in table if "(mlagents-learn)" in line)
+    assert theirs.rstrip().endswith("(no goal)")
+    ours = next(line for line in table if line.strip().startswith("Tennis win rate vs random "))
+    assert code == (1 if "NOT met" in ours else 0)  # only unity-train's figure has a goal
