@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from process_utils import ProcessTree, process_tree, survivors
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,55 +32,9 @@ pytestmark = pytest.mark.skipif(
 DEADLINE_S = 10.0
 """Seconds every process of the killed parent's tree gets to go."""
 
-Snapshot = dict[int, tuple[str, str]]
-"""pid -> (start time, command line) of a process tree."""
-
-
-def _stat(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return []
-
-
-def _tree(root: int) -> Snapshot:
-    """``root`` and all its descendants now (zombies left out)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = _stat(int(entry.name))
-            if len(fields) > 19 and fields[0] not in "ZX":
-                parents[int(entry.name)] = int(fields[1])
-    members = {root}
-    grew = True
-    while grew:
-        found = {pid for pid, ppid in parents.items() if ppid in members} - members
-        members |= found
-        grew = bool(found)
-    snapshot: Snapshot = {}
-    for pid in members:
-        fields = _stat(pid)
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if len(fields) > 19 and fields[0] not in "ZX":
-            snapshot[pid] = (fields[19], command.strip())
-    return snapshot
-
-
-def _survivors(snapshot: Snapshot) -> Snapshot:
-    """The processes of ``snapshot`` still running (same pid and start time, not a zombie)."""
-    alive: Snapshot = {}
-    for pid, (started, command) in snapshot.items():
-        fields = _stat(pid)
-        if len(fields) > 19 and fields[19] == started and fields[0] not in "ZX":
-            alive[pid] = (started, command)
-    return alive
-
 
 def _kill_parent_and_check(
-    script: str, tmp_path: Path, ready: Callable[[Snapshot], bool], settle_s: float
+    script: str, tmp_path: Path, ready: Callable[[ProcessTree], bool], settle_s: float
 ) -> None:
     """Run ``script``; once its tree satisfies ``ready`` (and ``settle_s`` more seconds have
     passed) SIGKILL it and require its whole tree gone within :data:`DEADLINE_S`."""
@@ -90,28 +45,28 @@ def _kill_parent_and_check(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    snapshot: Snapshot = {}
+    snapshot: ProcessTree = {}
     try:
         deadline = time.monotonic() + 90.0
         while True:
             assert parent.poll() is None, f"the parent script exited early ({parent.returncode})"
-            snapshot = _tree(parent.pid)
+            snapshot = process_tree(parent.pid)
             if ready(snapshot):
                 break
             assert time.monotonic() < deadline, f"never got ready; tree: {snapshot}"
             time.sleep(0.2)
         time.sleep(settle_s)
-        snapshot = _tree(parent.pid)
+        snapshot = process_tree(parent.pid)
         assert ready(snapshot), f"the tree changed while settling: {snapshot}"
     finally:
         parent.kill()
         parent.wait()
     del snapshot[parent.pid]
     deadline = time.monotonic() + DEADLINE_S
-    alive = _survivors(snapshot)
+    alive = survivors(snapshot)
     while alive and time.monotonic() < deadline:
         time.sleep(0.2)
-        alive = _survivors(snapshot)
+        alive = survivors(snapshot)
     for pid in alive:  # do not leave them to the next test
         os.kill(pid, signal.SIGKILL)
     assert not alive, (
@@ -121,7 +76,7 @@ def _kill_parent_and_check(
     )
 
 
-def _count(snapshot: Snapshot, needle: str) -> int:
+def _count(snapshot: ProcessTree, needle: str) -> int:
     return sum(needle in command for _, command in snapshot.values())
 
 
@@ -141,7 +96,7 @@ def test_vector_workers_busy_in_a_step_die_with_the_parent(tmp_path: Path) -> No
             env.step(np.zeros((2, 2), dtype=np.float32))
     """
 
-    def ready(tree: Snapshot) -> bool:
+    def ready(tree: ProcessTree) -> bool:
         return _count(tree, "unity_gym.player") == 2 and _count(tree, "spawn_main") == 2
 
     _kill_parent_and_check(script, tmp_path, ready, settle_s=3.0)
@@ -161,7 +116,7 @@ def test_vector_workers_starting_their_games_die_with_the_parent(
         )
     """
 
-    def ready(tree: Snapshot) -> bool:
+    def ready(tree: ProcessTree) -> bool:
         return _count(tree, "bridge_fake_game.py") == 2
 
     _kill_parent_and_check(script, tmp_path, ready, settle_s=1.0)
@@ -181,7 +136,7 @@ def test_environment_starting_its_game_dies_with_the_parent(
         )
     """
 
-    def ready(tree: Snapshot) -> bool:
+    def ready(tree: ProcessTree) -> bool:
         return _count(tree, "bridge_fake_game.py") == 1
 
     _kill_parent_and_check(script, tmp_path, ready, settle_s=1.0)
