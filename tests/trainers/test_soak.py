@@ -175,6 +175,7 @@ def test_training_survives_killed_games_and_a_malformed_message(tmp_path: Path) 
         f"after {elapsed:.0f} s, {len(kills)} kill(s) (at s, pid, port): {kills}; malformed "
         f"message: {malformed}\n--- unity-train output (tail) ---\n{output[-6000:]}"
     )
+    print(story.split("\n---", 1)[0])  # shown by pytest -rA: what the soak did
     assert code == 0, f"unity-train exited with {code} {story}"
     assert kills, f"no game was killed: the run ended too early {story}"
     assert malformed is not None, f"the malformed message was never sent {story}"
