@@ -8,7 +8,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["eventually", "group_members", "kill_ray_actor", "pid_alive", "python_path_with"]
+__all__ = [
+    "ProcessTree",
+    "eventually",
+    "group_members",
+    "kill_ray_actor",
+    "pid_alive",
+    "process_tree",
+    "python_path_with",
+    "survivors",
+]
+
+ProcessTree = dict[int, tuple[str, str]]
+"""pid -> (start time in clock ticks since boot, command line) of a set of processes."""
 
 
 def python_path_with(folder: Path) -> str:
@@ -68,3 +80,47 @@ def kill_ray_actor(actor: Any) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("a Ray actor outlived ray.kill by 30 s")
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), [] if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def process_tree(root: int) -> ProcessTree:
+    """``root`` and all its live (non-zombie) descendants now, read from ``/proc``."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if len(fields) > 19 and fields[0] not in ("Z", "X"):
+                parents[int(entry.name)] = int(fields[1])
+    members = {root}
+    while True:
+        found = {pid for pid, ppid in parents.items() if ppid in members} - members
+        if not found:
+            break
+        members |= found
+    tree: ProcessTree = {}
+    for pid in members:
+        fields = _stat(pid)
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if len(fields) > 19 and fields[0] not in ("Z", "X"):
+            tree[pid] = (fields[19], command.strip())
+    return tree
+
+
+def survivors(tree: ProcessTree) -> ProcessTree:
+    """The processes of ``tree`` still running (same pid and start time, not a zombie)."""
+    alive: ProcessTree = {}
+    for pid, (started, command) in tree.items():
+        fields = _stat(pid)
+        if len(fields) > 19 and fields[19] == started and fields[0] not in ("Z", "X"):
+            alive[pid] = (started, command)
+    return alive

@@ -6,6 +6,11 @@ errors can quote its last lines. Nothing it starts may outlive us: the whole gro
 Linux through ``PR_SET_PDEATHSIG``, elsewhere through a small watchdog process - when this Python
 process dies without cleaning up (the captured output's temporary folder, which that process
 can no longer remove, is removed by the next launch).
+
+A process that learns its own parent has died (a vector env's worker process, see
+:mod:`unity_gym.vector.backends.subprocess_pool`) calls :func:`kill_launched_games` before
+exiting at once, so that its games' whole process groups go too, not only the game leaders that
+``PR_SET_PDEATHSIG`` reaches.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ __all__ = [
     "build_player_args",
     "describe_returncode",
     "find_executable",
+    "kill_launched_games",
     "remove_orphaned_output_dirs",
     "user_log_file",
 ]
@@ -290,6 +296,43 @@ def _start_watchdog(process_group: int) -> subprocess.Popen[bytes]:
 # Process group termination
 # --------------------------------------------------------------------------------------------
 
+_LIVE_GROUPS: dict[int, int] = {}
+"""Process group of each game launched and not yet stopped -> pid of the process launching it."""
+
+_LIVE_GROUPS_LOCK = threading.Lock()
+
+
+def _remember_group(process_group: int) -> None:
+    with _LIVE_GROUPS_LOCK:
+        _LIVE_GROUPS[process_group] = os.getpid()
+
+
+def _forget_group(process_group: int) -> None:
+    with _LIVE_GROUPS_LOCK:
+        _LIVE_GROUPS.pop(process_group, None)
+
+
+def kill_launched_games() -> list[int]:
+    """SIGKILL the whole process group of every game this process launched and has not stopped.
+
+    For a process about to exit without its usual cleanup (no grace, no waiting, no removal of
+    temporary folders: a later launch removes those, see :func:`remove_orphaned_output_dirs`),
+    e.g. a worker process whose parent died. Safe from any thread and at any time; games
+    launched by another process (a parent this process was forked from) are left alone. On
+    Windows, which has no process groups, nothing is done.
+
+    Returns:
+        The process groups signalled.
+    """
+    me = os.getpid()
+    with _LIVE_GROUPS_LOCK:
+        groups = [group for group, owner in _LIVE_GROUPS.items() if owner == me]
+    if os.name != "posix":  # pragma: no cover - no process groups to signal
+        return []
+    for group in groups:
+        _signal_group(group, signal.SIGKILL)
+    return groups
+
 
 def _stat_fields(pid: int) -> list[str]:
     """The fields of ``/proc/<pid>/stat`` after the command name (state first), [] if unknown."""
@@ -356,6 +399,7 @@ def _terminate_group(
     else:  # pragma: no cover - Windows has no process groups to signal
         with contextlib.suppress(OSError):
             popen.kill()
+    _forget_group(process_group)  # only now: killed, its group id must not be signalled again
     with contextlib.suppress(subprocess.TimeoutExpired):
         popen.wait(timeout=5.0)
     if watchdog is not None:
@@ -517,6 +561,7 @@ class PlayerProcess:
                 f"Couldn't start {executable}: {error.strerror or error}. Check that it is a "
                 "player built for this platform (a script needs a '#!' line)."
             ) from error
+        _remember_group(popen.pid)
         if temp_dir is not None:
             _write_owners(Path(temp_dir), popen.pid)
         watchdog = _start_watchdog(popen.pid) if watchdog_wanted else None

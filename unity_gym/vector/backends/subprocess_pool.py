@@ -2,9 +2,22 @@
 
 Each worker process runs its game through the bridge, decodes observations and writes them into
 the vector env's shared-memory buffers; only small messages (actions, info columns) travel through
-its pipe. Children are started with ``spawn`` by default (safe next to gRPC threads), ignore
-Ctrl-C (the parent shuts them down) and exit when the parent disappears; their games die with
-them.
+its pipe. Children are started with ``spawn`` by default (safe next to gRPC threads) and ignore
+Ctrl-C (the parent shuts them down).
+
+A worker exits, and takes its game's whole process group with it, within about
+:data:`PARENT_POLL_S` seconds of its parent's death, even a SIGKILL, whatever it is doing: a
+worker busy in a request (a game that takes long to start, a step that waits up to
+``timeout_wait``) reads nothing from its pipe and so would not see the parent go. A daemon thread
+watches instead (:func:`watch_parent`): it waits on the parent's sentinel (the pipe whose end
+only the parent holds; on Windows the parent's process handle) and checks that the worker's
+parent pid is still the parent's (POSIX reparents an orphan; this also covers the ``fork`` start
+method, where sibling workers inherit the sentinel's other end). When the parent is gone it
+SIGKILLs the games' process groups (:func:`unity_gym.launcher.kill_launched_games`) and ends the
+worker with :func:`os._exit` (:data:`PARENT_GONE_EXIT_CODE`). ``PR_SET_PDEATHSIG`` is not used for
+workers: it fires when the parent *thread* that started the worker exits, and a vector env may
+be created from a thread that ends before the env does. Shared-memory buffers the dead parent
+left are unlinked by ``multiprocessing``'s resource tracker once every worker has exited.
 
 With ``spawn`` and ``forkserver``, a worker is started without running the main script again
 whenever its config refers to nothing defined there (:mod:`unity_gym.vector.backends.main_script`):
@@ -22,13 +35,16 @@ import os
 import pickle
 import selectors
 import signal
+import threading
 from collections.abc import Sequence
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_for_ready
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 from unity_gym.exceptions import UnityEnvironmentException
+from unity_gym.launcher import kill_launched_games
 from unity_gym.vector.backends.base import WorkerBackend, WorkerLostError
 from unity_gym.vector.backends.main_script import (
     MAIN_REIMPORT_EXIT_CODE,
@@ -39,13 +55,73 @@ from unity_gym.vector.backends.main_script import (
 from unity_gym.vector.game_worker import GameWorker, WorkerConfig
 from unity_gym.vector.messages import RequestKind, WorkerReply, WorkerRequest
 
-__all__ = ["SubprocessBackend", "serve_connection"]
+__all__ = [
+    "PARENT_GONE_EXIT_CODE",
+    "PARENT_POLL_S",
+    "SubprocessBackend",
+    "serve_connection",
+    "watch_parent",
+]
+
+PARENT_POLL_S = 0.25
+"""Seconds between two checks of a worker's parent (the sentinel wakes the watcher sooner)."""
+
+PARENT_GONE_EXIT_CODE = 75
+"""Exit status of a worker that ended because its parent died."""
+
+
+def _parent_gone(parent_pid: int, sentinel: Any, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds; True once the parent ``parent_pid`` is known dead."""
+    if sentinel is not None:
+        try:
+            if wait_for_ready([sentinel], timeout):
+                return True
+        except (OSError, ValueError):
+            sentinel = None  # closed under us: fall back to the pid check below
+    if sentinel is None:
+        threading.Event().wait(timeout)
+    return os.name == "posix" and os.getppid() != parent_pid
+
+
+def watch_parent(parent_pid: int | None = None, sentinel: Any = None) -> threading.Thread:
+    """Start a daemon thread that ends this process when its parent dies (module docs).
+
+    Args:
+        parent_pid: the pid this process's parent pid must keep (default: ``os.getppid()`` now;
+            with ``forkserver`` that is the fork server, which exits when the vector env's
+            process dies).
+        sentinel: something :func:`multiprocessing.connection.wait` reports ready when the
+            parent has died (default: ``multiprocessing.parent_process().sentinel``, None
+            outside a ``multiprocessing`` child: the pid alone is checked then).
+
+    Returns:
+        The started thread (it never returns while the parent lives).
+    """
+    parent = multiprocessing.parent_process()
+    watched_pid = os.getppid() if parent_pid is None else parent_pid
+    if sentinel is None and parent is not None:
+        with contextlib.suppress(ValueError, AttributeError):
+            sentinel = parent.sentinel
+
+    def watch() -> None:
+        while not _parent_gone(watched_pid, sentinel, PARENT_POLL_S):
+            pass
+        kill_launched_games()
+        os._exit(PARENT_GONE_EXIT_CODE)
+
+    thread = threading.Thread(target=watch, name="unity-vector-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def serve_connection(connection: Connection, config: WorkerConfig) -> None:
-    """Body of a worker process: execute requests from ``connection`` until CLOSE or EOF."""
+    """Body of a worker process: execute requests from ``connection`` until CLOSE or EOF.
+
+    The process ends on its own, its games killed, when its parent dies (:func:`watch_parent`).
+    """
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_parent()
     worker = GameWorker(config)
     try:
         while True:
