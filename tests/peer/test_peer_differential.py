@@ -120,6 +120,19 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("scale", 1.25),),
         late_float_parameters=(("gravity", 12.0),),
     ),
+    "3DBallHard": Scenario(  # two stacked reflection sensors (9 decisions each)
+        "3DBallHard",
+        steps=200,
+        float_parameters=(("mass", 2.0),),
+        late_float_parameters=(("scale", 0.8),),
+    ),
+    "Visual3DBall": Scenario(  # 4 stacked camera pictures, sent as concatenated PNGs
+        "Visual3DBall",
+        num_agents=4,
+        steps=200,
+        float_parameters=(("scale", 1.5),),
+        late_float_parameters=(("gravity", 12.0),),
+    ),
     "Basic": Scenario(
         "Basic",
         float_parameters=(("start_position", 12.0),),

@@ -60,7 +60,10 @@ def test_num_agents_and_options_shape_the_scene() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--scene", "Nope"], "unknown scene 'Nope'; available scenes: 3DBall, Basic, GridWorld"),
+        (
+            ["--scene", "Nope"],
+            "unknown scene 'Nope'; available scenes: 3DBall, 3DBallHard, Basic, GridWorld",
+        ),
         (["--scene", "Stress", "--option", "bogus=1"], "scene Stress has no option 'bogus'"),
         (["--scene", "Stress", "--option", "obs_size"], "expected name=value"),
         (["--scene", "Stress", "--option", "obs_size=x"], "obs_size='x': expected an integer"),
@@ -78,7 +81,7 @@ def test_configuration_errors_explain_the_fix(args: list[str], message: str) -> 
 def test_missing_scene_lists_the_scenes() -> None:
     result = _player("--max-steps", "1")
     assert result.returncode == 2
-    assert "--scene is required; scenes: 3DBall, Basic, GridWorld" in result.stderr
+    assert "--scene is required; scenes: 3DBall, 3DBallHard, Basic, GridWorld" in result.stderr
 
 
 def test_built_executable_runs_from_any_directory(tmp_path: Path) -> None:

@@ -177,11 +177,14 @@ def test_list_scenes_help_and_scene_typos(tmp_path: Path) -> None:
     text = " ".join(shown.stdout.split())
     assert shown.returncode == 0
     assert "PPO, SAC or POCA" in text and "PPO or SAC" not in text
-    assert "--list-scenes" in text and "3DBall, Basic, GridWorld" in text
+    assert "--list-scenes" in text and "3DBall, 3DBallHard, Basic, GridWorld" in text
 
     typo = _unity_train(tmp_path, "--scene", "3dbal", "--run-id", "typo")
     assert typo.returncode == 2
-    assert "--scene 3dbal: no built-in scene has this name. Did you mean 3DBall?" in typo.stderr
+    assert (
+        "--scene 3dbal: no built-in scene has this name. Did you mean 3DBall or 3DBallHard?"
+        in typo.stderr
+    )
     assert "file_name=" not in typo.stderr
     no_build = _unity_train(tmp_path, "--env", "builds/Nothing", "--run-id", "nobuild")
     assert no_build.returncode == 2

@@ -191,6 +191,9 @@ def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
 REFERENCE = {  # spec §10: (trainer, batch, buffer, hidden, layers, normalize, gamma, horizon, max)
     "3DBall_ppo": ("ppo", 64, 12000, 128, 2, True, 0.99, 1000, 500000),
     "3DBall_sac": ("sac", 64, 200000, 64, 2, True, 0.99, 1000, 200000),
+    "3DBallHard_ppo": ("ppo", 120, 12000, 128, 2, True, 0.99, 1000, 500000),
+    "3DBallHard_sac": ("sac", 256, 500000, 128, 2, True, 0.99, 1000, 500000),
+    "Visual3DBall_ppo": ("ppo", 256, 2560, 128, 2, False, 0.99, 64, 400000),
     "Basic_ppo": ("ppo", 32, 256, 20, 1, False, 0.9, 3, 500000),
     "Basic_sac": ("sac", 64, 50000, 20, 2, False, 0.99, 10, 500000),
     "GridWorld_ppo": ("ppo", 32, 256, 128, 1, False, 0.9, 5, 500000),

@@ -13,6 +13,12 @@ resistance that decreases with its mass; past the edge (2.5) it falls. While it 
 platform its relative height is exactly ``0.25 + 0.5 * scale`` (platform half-thickness plus ball
 radius). Environment parameters ``mass`` (1), ``gravity`` (9.81) and ``scale`` (1) are read at each
 episode begin, one read per agent.
+
+:meth:`Ball3DScene.render` draws the areas with :mod:`unity_gym.player.render` (the platform as
+a 5 x 0.5 x 5 box, the ball as a sphere of radius ``0.5 * scale``) from the camera of
+ML-Agents' ``Visual3DBall`` prefab: 7 above and 8 behind the platform, pitched 30 degrees down,
+vertical field of view 60. ``3DBallHard`` and ``Visual3DBall`` (modules ``ball3d_hard`` and
+``visual3dball``) reuse this scene's physics, rewards and episode ends.
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
+from ..render import Camera, Material, render_box_and_sphere, rotation_zx
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import Scene
 from .registry import register_scene
 
-__all__ = ["Ball3DScene"]
+__all__ = ["AGENT_CAMERA", "Ball3DScene"]
 
 PLATFORM_HALF_WIDTH = 2.5
 PLATFORM_HALF_THICKNESS = 0.25
@@ -35,6 +42,13 @@ DEGREES_PER_ACTION = 2.0
 DROP_HEIGHT = 4.0
 ROLLING_RESISTANCE = 0.2  # deceleration (units/s^2) of a ball of mass 1
 _SLOPE_SIGN = np.array([-1.0, 1.0])
+
+#: The camera of ML-Agents' ``Visual3DBall`` prefab, relative to the platform's centre: local
+#: position (0, 7, -8), rotation 30 degrees about x, field of view 60; 84 x 84 pixels as its
+#: camera sensor.
+AGENT_CAMERA = Camera(
+    position=(0.0, 7.0, -8.0), pitch_degrees=30.0, fov_degrees=60.0, width=84, height=84
+)
 
 
 @register_scene
@@ -148,11 +162,39 @@ class Ball3DScene(Scene):
         self.planar_velocity = planar_velocity
         self.on_platform = rolling
 
+    def render(
+        self, areas: np.ndarray, camera: Camera = AGENT_CAMERA, material: Material | None = None
+    ) -> np.ndarray:
+        """Pictures of ``areas`` (one agent per area): ``(len(areas), H, W, 3)`` uint8 RGB.
+
+        Each picture is taken by ``camera`` placed relative to its area's platform centre; the
+        platform is tilted as the agent tilted it and the ball is drawn where it is (also while
+        it falls or after it left the platform).
+        """
+        areas = np.asarray(areas, dtype=np.intp)
+        centres = np.empty((areas.size, 3))
+        centres[:, 0] = self.planar[areas, 0]
+        centres[:, 1] = self.height[areas]
+        centres[:, 2] = self.planar[areas, 1]
+        return render_box_and_sphere(
+            camera,
+            rotation_zx(self.tilt[areas, 0], self.tilt[areas, 1]),
+            (PLATFORM_HALF_WIDTH, PLATFORM_HALF_THICKNESS, PLATFORM_HALF_WIDTH),
+            centres,
+            0.5 * self.scale[areas],
+            material,
+        )
+
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
         """A PD controller: tilt so the ball accelerates back towards the centre."""
-        obs = observations[0]
+        return self._pd_actions(observations[0], slots.size)
+
+    @staticmethod
+    def _pd_actions(obs: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The PD controller on rows laid out as 3DBall's observation (rotation, position,
+        velocity)."""
         tilt_z = np.degrees(2.0 * np.arcsin(np.clip(obs[:, 0], -1.0, 1.0)))
         tilt_x = np.degrees(2.0 * np.arcsin(np.clip(obs[:, 1], -1.0, 1.0)))
         target_z = 4.0 * obs[:, 2] + 6.0 * obs[:, 5]
@@ -161,4 +203,4 @@ class Ball3DScene(Scene):
             [(target_z - tilt_z) / DEGREES_PER_ACTION, (target_x - tilt_x) / DEGREES_PER_ACTION],
             axis=1,
         )
-        return np.clip(actions, -1.0, 1.0).astype(np.float32), np.zeros((slots.size, 0), np.int32)
+        return np.clip(actions, -1.0, 1.0).astype(np.float32), np.zeros((count, 0), np.int32)
