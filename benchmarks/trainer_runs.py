@@ -370,6 +370,7 @@ def race_mlagents_learn(
     seed: int,
     workdir: Path,
     group_reward: bool = False,
+    goal: float = 0.5,
 ) -> bool | None:
     """Wall time from launch to the first summary of ``behavior`` with mean reward >=
     ``target``: ``unity-train`` then ``mlagents-learn`` (reference peer venv), on ``config``,
@@ -378,12 +379,13 @@ def race_mlagents_learn(
     (:func:`run_until_group_reward`; for games whose agents have no reward of their own).
 
     Once ``unity-train`` has reached the target in ``t`` seconds, ``mlagents-learn`` runs at
-    most ``2 t + 60`` seconds (and never past ``time_limit``): if it has not reached the target
-    by then, the goal is met and the ratio printed is an upper bound (``< t / its time``).
+    most ``t / goal + 60`` seconds (``2 t + 60`` for the default goal; never past
+    ``time_limit``): if it has not reached the target by then, the goal is met and the ratio
+    printed is an upper bound (``< t / its time``).
 
     Returns:
-        Whether ``unity-train`` took at most half ``mlagents-learn``'s time; ``None`` when the
-        reference peer is unavailable (printed).
+        Whether ``unity-train`` took at most ``goal`` times ``mlagents-learn``'s time (half by
+        default); ``None`` when the reference peer is unavailable (printed).
     """
     from unity_gym.player.build import build_executable
 
@@ -428,7 +430,7 @@ def race_mlagents_learn(
             )
         ours_so_far = results[name].seconds
         if name == "unity-train" and ours_so_far is not None:
-            limits["mlagents-learn"] = min(time_limit, 2 * ours_so_far + 60)
+            limits["mlagents-learn"] = min(time_limit, ours_so_far / goal + 60)
             print(f"  mlagents-learn runs at most {limits['mlagents-learn']:.0f} s", flush=True)
     what = "mean group reward" if group_reward else "mean reward"
     print(f"\n{scene}, time to {what} {target}, seed {seed}")
@@ -442,14 +444,14 @@ def race_mlagents_learn(
         bound = ours / limits["mlagents-learn"]
         print(
             f"  unity-train / mlagents-learn: < {bound:.2f}x (mlagents-learn did not reach it in "
-            f"{limits['mlagents-learn']:.0f} s; goal <= 0.5x)"
+            f"{limits['mlagents-learn']:.0f} s; goal <= {goal}x)"
         )
-        return bound <= 0.5
+        return bound <= goal
     if ours is None or theirs is None:
-        print("  unity-train / mlagents-learn: n/a (goal <= 0.5x)")
+        print(f"  unity-train / mlagents-learn: n/a (goal <= {goal}x)")
         return False
-    print(f"  unity-train / mlagents-learn: {ours / theirs:.2f}x (goal <= 0.5x)")
-    return ours / theirs <= 0.5
+    print(f"  unity-train / mlagents-learn: {ours / theirs:.2f}x (goal <= {goal}x)")
+    return ours / theirs <= goal
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, parts: Sequence[str]) -> None:
