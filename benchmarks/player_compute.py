@@ -10,8 +10,8 @@ trainer's. What is timed is therefore what the player computes itself per step, 
 transport and without any wait for a trainer (the figure that ``--profile`` of a player logs as
 "player time ... us/step", minus the gRPC client's share).
 
-Printed: microseconds per Academy step and per agent-step, and the exchanges (steps on which an
-agent asked for a decision). ``--cprofile SCENE`` also prints the top entries of a cProfile of
+Printed: microseconds of CPU time per Academy step and per agent-step, and the exchanges (steps
+on which an agent reported). ``--cprofile SCENE`` also prints the top entries of a cProfile of
 that scene's steps, sorted by own time.
 
 Usage::
@@ -143,7 +143,9 @@ def _academy(scene_name: str, seed: int) -> tuple[Academy, StepProfiler]:
 
 
 def time_scene(scene_name: str, steps: int, warmup: int, rounds: int, seed: int) -> SceneTiming:
-    """The best of ``rounds`` timings of ``steps`` Academy steps (after ``warmup`` steps)."""
+    """The best of ``rounds`` timings of ``steps`` Academy steps (after ``warmup`` steps), in
+    CPU time of this process: on a machine shared with other jobs, wall time mostly measures
+    the waits for a core."""
     best = float("inf")
     exchanges = 0
     agents = 0
@@ -153,11 +155,11 @@ def time_scene(scene_name: str, steps: int, warmup: int, rounds: int, seed: int)
         for _ in range(warmup):
             academy.environment_step()
         before = profiler.exchanges
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(steps):
             if not academy.environment_step():
                 raise RuntimeError(f"{scene_name}: the player quit: {academy.quit_reason}")
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         exchanges = profiler.exchanges - before
         best = min(best, elapsed)
     return SceneTiming(scene_name, agents, steps, exchanges, best / steps * 1e6)
