@@ -428,6 +428,7 @@ def race_mlagents_learn(
     seed: int,
     workdir: Path,
     group_reward: bool = False,
+    goal: float = 0.5,
 ) -> list[Figure] | None:
     """Wall time from launch to the first summary of ``behavior`` with mean reward >=
     ``target``: ``unity-train`` then ``mlagents-learn`` (reference peer venv), on ``config``,
@@ -436,12 +437,13 @@ def race_mlagents_learn(
     (:func:`run_until_group_reward`; for games whose agents have no reward of their own).
 
     Once ``unity-train`` has reached the target in ``t`` seconds, ``mlagents-learn`` runs at
-    most ``2 t + 60`` seconds (and never past ``time_limit``): if it has not reached the target
-    by then, the goal is met and the ratio printed is an upper bound (``< t / its time``).
+    most ``t / goal + 60`` seconds (``2 t + 60`` for the default goal; never past
+    ``time_limit``): if it has not reached the target by then, the goal is met and the ratio
+    printed is an upper bound (``< t / its time``).
 
     Returns:
-        The figures: the time ratio ``unity-train / mlagents-learn`` (goal <= 0.5; the bound
-        when ``mlagents-learn`` ran out of time, nan when ``unity-train`` did not reach the
+        The figures: the time ratio ``unity-train / mlagents-learn`` (goal <= ``goal``; the
+        bound when ``mlagents-learn`` ran out of time, nan when ``unity-train`` did not reach the
         target) and each contender's seconds (nan: not reached; for information); None when the
         reference peer is unavailable (printed).
     """
@@ -483,7 +485,7 @@ def race_mlagents_learn(
             )
         ours_so_far = results[name].seconds
         if name == "unity-train" and ours_so_far is not None:
-            limits["mlagents-learn"] = min(time_limit, 2 * ours_so_far + 60)
+            limits["mlagents-learn"] = min(time_limit, ours_so_far / goal + 60)
             print(f"  mlagents-learn runs at most {limits['mlagents-learn']:.0f} s", flush=True)
     what = "mean group reward" if group_reward else "mean reward"
     print(f"\n{scene}, time to {what} {target}, seed {seed}")
@@ -498,15 +500,15 @@ def race_mlagents_learn(
         ratio = ours / limits["mlagents-learn"]
         print(
             f"  unity-train / mlagents-learn: < {ratio:.2f}x (mlagents-learn did not reach it in "
-            f"{limits['mlagents-learn']:.0f} s; goal <= 0.5x)"
+            f"{limits['mlagents-learn']:.0f} s; goal <= {goal:g}x)"
         )
     elif ours is None or theirs is None:
-        print("  unity-train / mlagents-learn: n/a (goal <= 0.5x)")
+        print(f"  unity-train / mlagents-learn: n/a (goal <= {goal:g}x)")
     else:
         ratio = ours / theirs
-        print(f"  unity-train / mlagents-learn: {ratio:.2f}x (goal <= 0.5x)")
+        print(f"  unity-train / mlagents-learn: {ratio:.2f}x (goal <= {goal:g}x)")
     return [
-        Figure(f"{scene} time ratio unity-train / mlagents-learn", ratio, Goal(0.5, higher=False)),
+        Figure(f"{scene} time ratio unity-train / mlagents-learn", ratio, Goal(goal, higher=False)),
         Figure(f"{scene} unity-train seconds", math.nan if ours is None else ours),
         Figure(f"{scene} mlagents-learn seconds", math.nan if theirs is None else theirs),
     ]

@@ -92,6 +92,7 @@ class AgentBatch:
             for s in spec.sensors
         ]
         self._all_slots = np.arange(n)
+        self._all_slots.flags.writeable = False  # handed to scenes as ``slots``
         #: Reports queued since the last exchange, in order.
         self.queued: list[AgentReports] = []
 
@@ -102,6 +103,8 @@ class AgentBatch:
 
     def slots(self, which: Slots) -> np.ndarray:
         """Normalize ``which`` to an int array of slots (order kept)."""
+        if type(which) is np.ndarray and which.dtype == np.intp and which.ndim == 1:
+            return which  # the Academy's own slot arrays (the common case): nothing to convert
         if isinstance(which, slice):
             return self._all_slots[which]
         arr = np.asarray(which)
@@ -124,6 +127,12 @@ class AgentBatch:
         """``SetReward``: replace the reward accumulated since the last report."""
         idx = self.slots(slots)
         new = np.asarray(values, dtype=np.float32)
+        if idx is self._all_slots:
+            # Every agent, in order (what the Academy passes to a scene when all act): the same
+            # float32 arithmetic on whole arrays, without gathers and scatters.
+            self._cumulative_reward += new - self._reward
+            self._reward[...] = new
+            return
         self._cumulative_reward[idx] += new - self._reward[idx]
         self._reward[idx] = new
 
@@ -237,13 +246,19 @@ class AgentBatch:
         interrupted: bool = False,
         masks: np.ndarray | None = None,
     ) -> None:
+        if idx is self._all_slots:  # copies of whole arrays: faster than gathers
+            ids, rewards = self.ids.copy(), self._reward.copy()
+            group_ids, group_rewards = self.group_id.copy(), self._group_reward.copy()
+        else:
+            ids, rewards = self.ids[idx], self._reward[idx]
+            group_ids, group_rewards = self.group_id[idx], self._group_reward[idx]
         self.queued.append(
             AgentReports(
                 slots=idx,
-                ids=self.ids[idx],
-                rewards=self._reward[idx],
-                group_ids=self.group_id[idx],
-                group_rewards=self._group_reward[idx],
+                ids=ids,
+                rewards=rewards,
+                group_ids=group_ids,
+                group_rewards=group_rewards,
                 observations=observations,
                 done=done,
                 interrupted=np.full(idx.size, interrupted) if done else None,
@@ -253,9 +268,11 @@ class AgentBatch:
         self._academy._need_exchange = True
 
     def _send_decisions(self) -> np.ndarray:
-        idx = np.flatnonzero(self._decision_requested)
+        idx = self._decision_requested.nonzero()[0]
         if not idx.size:
             return idx
+        if idx.size == self.size:
+            idx = self._all_slots  # the same values; lets scenes and the resets below use slices
         observations = self._observe(idx)
         masks = None
         if self._last_mask is not None:
@@ -269,12 +286,13 @@ class AgentBatch:
             self._last_mask[idx] = mask
             masks = mask
         self._queue(idx, observations, done=False, masks=masks)
-        self._done_reported[idx] = False
-        self._reward[idx] = 0.0
-        self._group_reward[idx] = 0.0
-        self._decision_requested[idx] = False
-        self._continuous[idx] = 0.0
-        self._discrete[idx] = 0
+        self._decision_requested.fill(False)  # only the agents of idx were True
+        reset = slice(None) if idx is self._all_slots else idx
+        self._done_reported[reset] = False
+        self._reward[reset] = 0.0
+        self._group_reward[reset] = 0.0
+        self._continuous[reset] = 0.0
+        self._discrete[reset] = 0
         return idx
 
     def _end(self, idx: np.ndarray, *, interrupted: bool, restart: bool) -> None:
@@ -301,19 +319,25 @@ class AgentBatch:
             self._scene.on_episode_begin(self, idx)
 
     def _act(self) -> None:
-        idx = np.flatnonzero(self._action_requested)
+        idx = self._action_requested.nonzero()[0]
         if idx.size:
-            self._action_requested[idx] = False
-            self._scene.on_action_received(self, idx, self._continuous[idx], self._discrete[idx])
+            self._action_requested.fill(False)  # only the agents of idx were True
+            if idx.size == self.size:
+                idx = self._all_slots  # the same values: slices instead of gathers below
+                continuous, discrete = self._continuous.copy(), self._discrete.copy()
+            else:
+                continuous, discrete = self._continuous[idx], self._discrete[idx]
+            self._scene.on_action_received(self, idx, continuous, discrete)
         max_step = self.spec.max_step
         if max_step > 0:
-            over = np.flatnonzero(self.step_count >= max_step)
+            over = (self.step_count >= max_step).nonzero()[0]
             if over.size:
                 self._end(over, interrupted=True, restart=True)
 
     def _set_actions(self, idx: np.ndarray, continuous: np.ndarray, discrete: np.ndarray) -> None:
-        self._continuous[idx] = continuous
-        self._discrete[idx] = discrete
+        rows = slice(None) if idx is self._all_slots else idx
+        self._continuous[rows] = continuous
+        self._discrete[rows] = discrete
 
 
 class SceneContext:
