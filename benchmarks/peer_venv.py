@@ -56,6 +56,9 @@ LEARN_DEPS = [
 ]
 _MARKER_ENVS = ".unity-gym-peer-envs"
 _MARKER_LEARN = ".unity-gym-peer-learn"
+_MARKER_BUILDING = ".unity-gym-peer-building"
+"""Written as soon as the venv is created: a folder holding it (a build that was interrupted)
+may be cleared and built again; any other non-empty folder is never deleted."""
 
 
 class PeerUnavailableError(RuntimeError):
@@ -125,7 +128,9 @@ def _build_lock(peer_dir: Path) -> Iterator[None]:
 def _build(peer_dir: Path, python: Path, *, learn: bool) -> Path:
     """The body of :func:`ensure_peer_venv`, run under its lock."""
     if not (peer_dir / _MARKER_ENVS).exists():
+        _refuse_foreign_folder(peer_dir)
         venv.EnvBuilder(with_pip=True, clear=True).create(peer_dir)
+        (peer_dir / _MARKER_BUILDING).write_text("building\n")
         _pip(python, *ENVS_DEPS)
         _pip(python, "--no-deps", "--ignore-requires-python", *OFFICIAL)
         check = subprocess.run(
@@ -142,11 +147,31 @@ def _build(peer_dir: Path, python: Path, *, learn: bool) -> Path:
                 f"mlagents_envs does not import in the peer venv:\n{check.stderr}"
             )
         (peer_dir / _MARKER_ENVS).write_text("ok\n")
+        (peer_dir / _MARKER_BUILDING).unlink(missing_ok=True)
     if learn and not (peer_dir / _MARKER_LEARN).exists():
         _pip(python, *LEARN_DEPS)
         _check_import(python, "import mlagents.trainers.learn")
         (peer_dir / _MARKER_LEARN).write_text("ok\n")
     return python
+
+
+def _refuse_foreign_folder(peer_dir: Path) -> None:
+    """Refuse to build over a non-empty folder that no interrupted peer build left.
+
+    Building clears the folder first; pointed at another folder by mistake (``UNITY_GYM_PEER_VENV``
+    set to the project's own ``.venv``, say), that would delete it.
+
+    Raises:
+        PeerUnavailableError: ``peer_dir`` holds files and is not a peer venv being built.
+    """
+    if not peer_dir.is_dir() or (peer_dir / _MARKER_BUILDING).exists():
+        return
+    if any(peer_dir.iterdir()):
+        raise PeerUnavailableError(
+            f"{peer_dir} is not empty and is not a reference peer venv (it has no "
+            f"{_MARKER_ENVS}), so it is not cleared to build one there. Point "
+            "UNITY_GYM_PEER_VENV (or --dir) at a new folder, or delete that one yourself."
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,13 +10,13 @@ checkpoint loads with the project's loader (``weights_only=True``) and the final
 ``max_steps``, the ONNX model was exported and loads, no process of the run's tree is alive and
 every port a game used can be bound again.
 
-``max_steps`` is the soak's duration times ``UNITY_GYM_SOAK_STEPS_PER_S`` (default 900, what
-this run reached on two loaded cores), so the run takes *about* the duration; the killer keeps
-going until the run ends, however long it takes. (Pacing the games in real time, ``--env-args
---realtime``, did not bound the rate here: the player clamps ``time_scale`` to >= 1 like a Unity
-build, and at 1 the paced rate was no lower than the unpaced one.) Restart limits are sized for
-the schedule: the defaults (mlagents-learn's: 10 restarts per game, 1 per 60 s) stop a run
-that crashes more often, which is the intended behaviour there, not what this test is about.
+The games are paced in real time (``--env-args --realtime`` at ``--time-scale 1``: 3DBall's 50
+Academy steps a second, as a Unity build at time scale 1), so two games of 12 agents make at most
+:data:`PACED_STEPS_PER_S` agent steps a second, and ``max_steps`` is the soak's duration times
+that rate: the run lasts at least ``UNITY_GYM_SOAK_MINUTES`` on any machine (longer where the
+machine cannot keep the pace); the killer keeps going until the run ends. Restart limits are
+sized for the schedule: the defaults (mlagents-learn's: 10 restarts per game, 1 per 60 s) stop a
+run that crashes more often, which is the intended behaviour there, not what this test is about.
 
 Run it with ``pytest tests/trainers/test_soak.py -m slow -n 0`` (a short soak:
 ``UNITY_GYM_SOAK_MINUTES=4 UNITY_GYM_SOAK_KILL_EVERY_S=40``).
@@ -50,11 +50,11 @@ MINUTES = float(os.environ.get("UNITY_GYM_SOAK_MINUTES", "30"))
 KILL_EVERY_S = float(os.environ.get("UNITY_GYM_SOAK_KILL_EVERY_S", "120"))
 """Seconds between two games killed."""
 
-STEPS_PER_S = float(os.environ.get("UNITY_GYM_SOAK_STEPS_PER_S", "900"))
-"""Agent steps a second the run is expected to make (sets ``max_steps``)."""
 
 AGENTS_PER_GAME = 12
 GAMES = 2
+PACED_STEPS_PER_S = GAMES * AGENTS_PER_GAME * 50
+"""Agent steps a second of the paced games at most (3DBall: fixed delta time 0.02 s)."""
 CHECKPOINTS = 6
 """Step checkpoints written over the run (``checkpoint_interval = max_steps / CHECKPOINTS``)."""
 
@@ -74,7 +74,7 @@ pytestmark = [
 def _max_steps() -> int:
     """Agent steps expected in :data:`MINUTES` (a multiple of the checkpoint interval and of one
     step of both games)."""
-    per_second = STEPS_PER_S
+    per_second = PACED_STEPS_PER_S
     unit = CHECKPOINTS * GAMES * AGENTS_PER_GAME * 100
     return max(unit, round(per_second * MINUTES * 60 / unit) * unit)
 
@@ -136,10 +136,11 @@ def test_training_survives_killed_games_and_a_malformed_message(tmp_path: Path) 
     results = tmp_path / "results"
     kills_planned = 2 * int(MINUTES * 60 // KILL_EVERY_S) + 2  # the run may take longer
     args = [str(config), "--scene", "3DBall", "--num-envs", str(GAMES), "--run-id", "soak",
-            "--results-dir", str(results), "--seed", "11", "--no-graphics",
+            "--results-dir", str(results), "--seed", "11", "--no-graphics", "--time-scale", "1",
             "--max-lifetime-restarts", str(kills_planned + 1),
             "--restarts-rate-limit-n", "1",
-            "--restarts-rate-limit-period-s", str(max(1, int(KILL_EVERY_S // 2)))]  # fmt: skip
+            "--restarts-rate-limit-period-s", str(max(1, int(KILL_EVERY_S // 2))),
+            "--env-args", "--realtime"]  # fmt: skip
     rng = random.Random(37)
     trainer = TrainerProcess(args, tmp_path)
     seen: ProcessTree = {}
