@@ -5,6 +5,12 @@
 reports, at most one exchange with the trainer (only if something was reported), actions, max-step
 checks. :class:`SceneContext` is what scenes see of it.
 
+Agents can leave mid-episode and come back, as Unity's ``agent.gameObject.SetActive(false)`` /
+``SetActive(true)`` (:meth:`AgentBatch.disable`, :meth:`AgentBatch.enable`): a disabled agent
+reports one terminal step (done, not interrupted), leaves its multi-agent group and takes no part
+in the Academy step (no decisions, actions, step counting or resets) until it is enabled again,
+with a new id and a new episode, while the rest of its group plays on.
+
 Agent ids come from a process-wide counter starting at 0, assigned when an agent is created
 (area by area, behavior by behavior); they survive episodes and change only on
 :meth:`AgentBatch.respawn`.
@@ -59,7 +65,8 @@ class AgentBatch:
     """The agents of one behavior as parallel arrays indexed by *slot*.
 
     Public arrays (read them, do not assign to them): ``ids`` (wire ids), ``step_count``
-    (agent steps in the current episode), ``group_id``. The methods are Unity's Agent API,
+    (agent steps in the current episode), ``group_id``; :attr:`active` tells which agents are
+    enabled (see :meth:`disable`). The methods are Unity's Agent API,
     vectorized: each takes ``slots`` (an int array, a bool mask of length :attr:`size`, a
     sequence or a slice).
     """
@@ -81,6 +88,7 @@ class AgentBatch:
         self._decision_requested = np.zeros(n, dtype=bool)
         self._action_requested = np.zeros(n, dtype=bool)
         self._done_reported = np.zeros(n, dtype=bool)
+        self._active = np.ones(n, dtype=bool)
         self._continuous = np.zeros((n, actions.continuous_size), dtype=np.float32)
         self._discrete = np.zeros((n, actions.discrete_size), dtype=np.int32)
         self._last_mask = (
@@ -138,12 +146,60 @@ class AgentBatch:
         self._action_requested[self.slots(slots)] = True
 
     def end_episode(self, slots: Slots) -> None:
-        """``EndEpisode``: terminal report (not interrupted), then a new episode."""
-        self._end(self.slots(slots), interrupted=False, restart=True)
+        """``EndEpisode``: terminal report (not interrupted), then a new episode.
+
+        Disabled agents (see :meth:`disable`) are left alone.
+        """
+        self._end(self._enabled(self.slots(slots)), interrupted=False, restart=True)
 
     def interrupt_episode(self, slots: Slots) -> None:
-        """``EpisodeInterrupted``: terminal report with ``max_step_reached``, then a new episode."""
-        self._end(self.slots(slots), interrupted=True, restart=True)
+        """``EpisodeInterrupted``: terminal report with ``max_step_reached``, then a new episode.
+
+        Disabled agents (see :meth:`disable`) are left alone.
+        """
+        self._end(self._enabled(self.slots(slots)), interrupted=True, restart=True)
+
+    def disable(self, slots: Slots) -> None:
+        """Unity's ``agent.gameObject.SetActive(false)``: the agents leave mid-episode.
+
+        Follows ``Agent.OnDisable`` (ML-Agents 2.x, com.unity.ml-agents Agent.cs): the agent first
+        reports a terminal step (done, not interrupted, ``DoneReason.Disabled``; nothing if its
+        last report was already terminal) with its reward, group id and group reward, then leaves
+        its ``SimpleMultiAgentGroup`` (``OnAgentDisabled`` unregisters it: group id 0) and stops
+        taking part in the Academy step: its Decision Requester does not run, its step count
+        stands still, it neither reports nor acts, and Academy resets and group episode ends pass
+        it by. No new episode begins and no episode statistics are recorded. The other agents,
+        its group mates included, go on. Already disabled agents are ignored.
+        """
+        idx = np.unique(self.slots(slots))
+        idx = idx[self._active[idx]]
+        if not idx.size:
+            return
+        self._end(idx, interrupted=False, restart=False)
+        self._active[idx] = False
+        self.group_id[idx] = 0
+        self._decision_requested[idx] = False
+        self._action_requested[idx] = False
+
+    def enable(self, slots: Slots) -> None:
+        """Unity's ``agent.gameObject.SetActive(true)`` on disabled agents: they come back.
+
+        Follows ``Agent.OnEnable`` -> ``LazyInitialize`` (ML-Agents 2.x): the agent is
+        initialized anew, with a new id (spec 9.4: a disabled and re-enabled agent gets a new
+        id), :meth:`Scene.initialize_agents` and, once the Academy has had its first reset, a new
+        episode (:meth:`Scene.on_episode_begin`). It is in no group: register it again with
+        :meth:`set_group` (as Unity scripts call ``RegisterAgent``). Enabled agents are ignored
+        (``SetActive(true)`` on an active object does nothing).
+        """
+        idx = np.unique(self.slots(slots))
+        idx = idx[~self._active[idx]]
+        if idx.size:
+            self.respawn(idx)
+
+    @property
+    def active(self) -> np.ndarray:
+        """Which agents are enabled (read-only copy; see :meth:`disable`)."""
+        return self._active.copy()
 
     def respawn(self, slots: Slots) -> None:
         """Destroy these agents and create new ones in their slots (new ids, fresh state).
@@ -154,6 +210,7 @@ class AgentBatch:
         if not idx.size:
             return
         self._end(idx, interrupted=False, restart=False)
+        self._active[idx] = True
         self.ids[idx] = self._academy._allocate_ids(idx.size)
         for array in (self.step_count, self.group_id):
             array[idx] = 0
@@ -186,6 +243,9 @@ class AgentBatch:
 
     # ---- Academy internals -------------------------------------------------------------------
 
+    def _enabled(self, idx: np.ndarray) -> np.ndarray:
+        return idx[self._active[idx]]
+
     def _add_group_reward(self, idx: np.ndarray, values: np.ndarray, replace: bool) -> None:
         if replace:
             self._group_reward[idx] = values
@@ -197,10 +257,10 @@ class AgentBatch:
         if decision is None:
             return
         if academy_step % decision.period == decision.offset:
-            self._decision_requested[:] = True
-            self._action_requested[:] = True
+            self._decision_requested |= self._active
+            self._action_requested |= self._active
         elif decision.take_actions_between_decisions:
-            self._action_requested[:] = True
+            self._action_requested |= self._active
 
     def _observe(self, idx: np.ndarray) -> list[np.ndarray]:
         raw = self._scene.collect_observations(self, idx)
@@ -253,7 +313,7 @@ class AgentBatch:
         self._academy._need_exchange = True
 
     def _send_decisions(self) -> np.ndarray:
-        idx = np.flatnonzero(self._decision_requested)
+        idx = np.flatnonzero(self._decision_requested & self._active)
         if not idx.size:
             return idx
         observations = self._observe(idx)
@@ -301,13 +361,13 @@ class AgentBatch:
             self._scene.on_episode_begin(self, idx)
 
     def _act(self) -> None:
-        idx = np.flatnonzero(self._action_requested)
+        idx = np.flatnonzero(self._action_requested & self._active)
         if idx.size:
             self._action_requested[idx] = False
             self._scene.on_action_received(self, idx, self._continuous[idx], self._discrete[idx])
         max_step = self.spec.max_step
         if max_step > 0:
-            over = np.flatnonzero(self.step_count >= max_step)
+            over = np.flatnonzero((self.step_count >= max_step) & self._active)
             if over.size:
                 self._end(over, interrupted=True, restart=True)
 
@@ -568,7 +628,7 @@ class Academy:
         self.step_count += 1
         self.total_step_count += 1
         for batch in self.batches:
-            batch.step_count += 1
+            batch.step_count += batch._active
         if detailed:
             mark = self._phase("requests", mark)
         for batch in self.batches:
@@ -600,8 +660,10 @@ class Academy:
         self._had_first_reset = True
         self.scene.on_environment_reset()
         for batch in self.batches:
-            batch.step_count[:] = 0
-            self.scene.on_episode_begin(batch, np.arange(batch.size))
+            # Academy.AgentForceReset reaches enabled agents only.
+            enabled = np.flatnonzero(batch._active)
+            batch.step_count[enabled] = 0
+            self.scene.on_episode_begin(batch, enabled)
 
     def _decide(self) -> bool:
         connection = self.connection
