@@ -55,7 +55,7 @@ def test_poca_config_trains_dungeon_escape_and_exports_onnx(run_train: RunTrain)
     behavior.update(max_steps=360, summary_freq=180, checkpoint_interval=10**6, time_horizon=20)
     behavior["hyperparameters"].update(buffer_size=120, batch_size=40, num_epoch=1)
     run = run_train(config, "--scene", "DungeonEscape", "--seed", "3", "--no-graphics",
-                    "--env-args", "--num-agents", "6", "--option",
+                    "--num-areas", "1", "--env-args", "--option",
                     "max_environment_steps=150")  # fmt: skip
     state = load_checkpoint(run / "DungeonEscape" / "checkpoint.pt")
     assert state["trainer_type"] == "poca" and state["update_count"] >= 1
