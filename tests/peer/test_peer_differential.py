@@ -69,7 +69,8 @@ class Scenario:
         late_float_parameters: environment parameters sent half-way through.
         episode_ends: whether the run must contain at least one terminal step.
         exercises: features the recording must show: ``"groups"`` (non-zero group ids and
-            group rewards) and ``"masks"`` (some action masked).
+            group rewards), ``"masks"`` (some action masked) and ``"removals"`` (agents
+            disabled mid-episode and enabled again: a decision from a new agent id).
     """
 
     scene: str
@@ -157,6 +158,12 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         options={"max_environment_steps": "40"},
         num_agents=6,
         exercises=frozenset({"groups"}),
+    ),
+    "DungeonEscape": Scenario(  # agents removed mid-episode (disabled), groups end and reset
+        "DungeonEscape",
+        options={"max_environment_steps": "200"},
+        num_agents=24,
+        exercises=frozenset({"removals"}),
     ),
     "WallJump": Scenario(
         "WallJump",
@@ -330,6 +337,11 @@ def test_official_and_ours_see_the_same_game(
         if "groups" in scenario.exercises:
             assert any(recording[f"{n}/decision/group_id"].any() for n in behaviors)
             assert any(recording[f"{n}/terminal/group_reward"].any() for n in behaviors)
+        if "removals" in scenario.exercises:
+            # Ids 0 .. n-1 belong to the first agents; only re-enabled agents get new ones.
+            first = {n: int(recording[f"{n}/decision/count"][0]) for n in behaviors}
+            assert any(recording[f"{n}/decision/agent_id"].max() >= first[n] for n in behaviors)
+            assert any(recording[f"{n}/decision/group_id"].any() for n in behaviors)
         if "masks" in scenario.exercises:
             masks = [k for k in recording.files if "/decision/mask_" in k and "present" not in k]
             assert any(recording[k].any() for k in masks), "no action was ever masked"

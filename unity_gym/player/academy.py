@@ -5,6 +5,12 @@
 reports, at most one exchange with the trainer (only if something was reported), actions, max-step
 checks. :class:`SceneContext` is what scenes see of it.
 
+Agents can leave mid-episode and come back, as Unity's ``agent.gameObject.SetActive(false)`` /
+``SetActive(true)`` (:meth:`AgentBatch.disable`, :meth:`AgentBatch.enable`): a disabled agent
+reports one terminal step (done, not interrupted), leaves its multi-agent group and takes no part
+in the Academy step (no decisions, actions, step counting or resets) until it is enabled again,
+with a new id and a new episode, while the rest of its group plays on.
+
 Agent ids come from a process-wide counter starting at 0, assigned when an agent is created
 (area by area, behavior by behavior); they survive episodes and change only on
 :meth:`AgentBatch.respawn`.
@@ -59,7 +65,8 @@ class AgentBatch:
     """The agents of one behavior as parallel arrays indexed by *slot*.
 
     Public arrays (read them, do not assign to them): ``ids`` (wire ids), ``step_count``
-    (agent steps in the current episode), ``group_id``. The methods are Unity's Agent API,
+    (agent steps in the current episode), ``group_id``; :attr:`active` tells which agents are
+    enabled (see :meth:`disable`). The methods are Unity's Agent API,
     vectorized: each takes ``slots`` (an int array, a bool mask of length :attr:`size`, a
     sequence or a slice).
     """
@@ -81,6 +88,7 @@ class AgentBatch:
         self._decision_requested = np.zeros(n, dtype=bool)
         self._action_requested = np.zeros(n, dtype=bool)
         self._done_reported = np.zeros(n, dtype=bool)
+        self._active = np.ones(n, dtype=bool)
         self._continuous = np.zeros((n, actions.continuous_size), dtype=np.float32)
         self._discrete = np.zeros((n, actions.discrete_size), dtype=np.int32)
         self._last_mask = (
@@ -147,12 +155,60 @@ class AgentBatch:
         self._action_requested[self.slots(slots)] = True
 
     def end_episode(self, slots: Slots) -> None:
-        """``EndEpisode``: terminal report (not interrupted), then a new episode."""
-        self._end(self.slots(slots), interrupted=False, restart=True)
+        """``EndEpisode``: terminal report (not interrupted), then a new episode.
+
+        Disabled agents (see :meth:`disable`) are left alone.
+        """
+        self._end(self._enabled(self.slots(slots)), interrupted=False, restart=True)
 
     def interrupt_episode(self, slots: Slots) -> None:
-        """``EpisodeInterrupted``: terminal report with ``max_step_reached``, then a new episode."""
-        self._end(self.slots(slots), interrupted=True, restart=True)
+        """``EpisodeInterrupted``: terminal report with ``max_step_reached``, then a new episode.
+
+        Disabled agents (see :meth:`disable`) are left alone.
+        """
+        self._end(self._enabled(self.slots(slots)), interrupted=True, restart=True)
+
+    def disable(self, slots: Slots) -> None:
+        """Unity's ``agent.gameObject.SetActive(false)``: the agents leave mid-episode.
+
+        Follows ``Agent.OnDisable`` (ML-Agents 2.x, com.unity.ml-agents Agent.cs): the agent first
+        reports a terminal step (done, not interrupted, ``DoneReason.Disabled``; nothing if its
+        last report was already terminal) with its reward, group id and group reward, then leaves
+        its ``SimpleMultiAgentGroup`` (``OnAgentDisabled`` unregisters it: group id 0) and stops
+        taking part in the Academy step: its Decision Requester does not run, its step count
+        stands still, it neither reports nor acts, and Academy resets and group episode ends pass
+        it by. No new episode begins and no episode statistics are recorded. The other agents,
+        its group mates included, go on. Already disabled agents are ignored.
+        """
+        idx = np.unique(self.slots(slots))
+        idx = idx[self._active[idx]]
+        if not idx.size:
+            return
+        self._end(idx, interrupted=False, restart=False)
+        self._active[idx] = False
+        self.group_id[idx] = 0
+        self._decision_requested[idx] = False
+        self._action_requested[idx] = False
+
+    def enable(self, slots: Slots) -> None:
+        """Unity's ``agent.gameObject.SetActive(true)`` on disabled agents: they come back.
+
+        Follows ``Agent.OnEnable`` -> ``LazyInitialize`` (ML-Agents 2.x): the agent is
+        initialized anew, with a new id (spec 9.4: a disabled and re-enabled agent gets a new
+        id), :meth:`Scene.initialize_agents` and, once the Academy has had its first reset, a new
+        episode (:meth:`Scene.on_episode_begin`). It is in no group: register it again with
+        :meth:`set_group` (as Unity scripts call ``RegisterAgent``). Enabled agents are ignored
+        (``SetActive(true)`` on an active object does nothing).
+        """
+        idx = np.unique(self.slots(slots))
+        idx = idx[~self._active[idx]]
+        if idx.size:
+            self.respawn(idx)
+
+    @property
+    def active(self) -> np.ndarray:
+        """Which agents are enabled (read-only copy; see :meth:`disable`)."""
+        return self._active.copy()
 
     def respawn(self, slots: Slots) -> None:
         """Destroy these agents and create new ones in their slots (new ids, fresh state).
@@ -163,6 +219,7 @@ class AgentBatch:
         if not idx.size:
             return
         self._end(idx, interrupted=False, restart=False)
+        self._active[idx] = True
         self.ids[idx] = self._academy._allocate_ids(idx.size)
         for array in (self.step_count, self.group_id):
             array[idx] = 0
@@ -195,6 +252,9 @@ class AgentBatch:
 
     # ---- Academy internals -------------------------------------------------------------------
 
+    def _enabled(self, idx: np.ndarray) -> np.ndarray:
+        return idx[self._active[idx]]
+
     def _add_group_reward(self, idx: np.ndarray, values: np.ndarray, replace: bool) -> None:
         if replace:
             self._group_reward[idx] = values
@@ -206,10 +266,10 @@ class AgentBatch:
         if decision is None:
             return
         if academy_step % decision.period == decision.offset:
-            self._decision_requested[:] = True
-            self._action_requested[:] = True
+            self._decision_requested |= self._active
+            self._action_requested |= self._active
         elif decision.take_actions_between_decisions:
-            self._action_requested[:] = True
+            self._action_requested |= self._active
 
     def _observe(self, idx: np.ndarray) -> list[np.ndarray]:
         raw = self._scene.collect_observations(self, idx)
@@ -268,7 +328,7 @@ class AgentBatch:
         self._academy._need_exchange = True
 
     def _send_decisions(self) -> np.ndarray:
-        idx = self._decision_requested.nonzero()[0]
+        idx = (self._decision_requested & self._active).nonzero()[0]
         if not idx.size:
             return idx
         if idx.size == self.size:
@@ -286,7 +346,7 @@ class AgentBatch:
             self._last_mask[idx] = mask
             masks = mask
         self._queue(idx, observations, done=False, masks=masks)
-        self._decision_requested.fill(False)  # only the agents of idx were True
+        self._decision_requested.fill(False)  # idx, and inactive agents, which never decide
         reset = slice(None) if idx is self._all_slots else idx
         self._done_reported[reset] = False
         self._reward[reset] = 0.0
@@ -319,9 +379,9 @@ class AgentBatch:
             self._scene.on_episode_begin(self, idx)
 
     def _act(self) -> None:
-        idx = self._action_requested.nonzero()[0]
+        idx = (self._action_requested & self._active).nonzero()[0]
         if idx.size:
-            self._action_requested.fill(False)  # only the agents of idx were True
+            self._action_requested.fill(False)  # idx, and inactive agents, which never act
             if idx.size == self.size:
                 idx = self._all_slots  # the same values: slices instead of gathers below
                 continuous, discrete = self._continuous.copy(), self._discrete.copy()
@@ -330,7 +390,7 @@ class AgentBatch:
             self._scene.on_action_received(self, idx, continuous, discrete)
         max_step = self.spec.max_step
         if max_step > 0:
-            over = (self.step_count >= max_step).nonzero()[0]
+            over = ((self.step_count >= max_step) & self._active).nonzero()[0]
             if over.size:
                 self._end(over, interrupted=True, restart=True)
 
@@ -592,7 +652,7 @@ class Academy:
         self.step_count += 1
         self.total_step_count += 1
         for batch in self.batches:
-            batch.step_count += 1
+            batch.step_count += batch._active
         if detailed:
             mark = self._phase("requests", mark)
         for batch in self.batches:
@@ -624,8 +684,10 @@ class Academy:
         self._had_first_reset = True
         self.scene.on_environment_reset()
         for batch in self.batches:
-            batch.step_count[:] = 0
-            self.scene.on_episode_begin(batch, np.arange(batch.size))
+            # Academy.AgentForceReset reaches enabled agents only.
+            enabled = np.flatnonzero(batch._active)
+            batch.step_count[enabled] = 0
+            self.scene.on_episode_begin(batch, enabled)
 
     def _decide(self) -> bool:
         connection = self.connection
