@@ -178,6 +178,13 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("ball_touch", 1.0),),
         late_float_parameters=(("ball_touch", 0.5),),
     ),
+    "StrikersVsGoalie": Scenario(  # asymmetric teams (2 strikers, 1 goalie), a goal in the run
+        "StrikersVsGoalie",
+        options={"kickoff": "shot_blue"},
+        exercises=frozenset({"groups"}),
+        float_parameters=(("ball_touch", 1.0),),
+        late_float_parameters=(("ball_touch", 0.5),),
+    ),
     "Tennis": Scenario(
         "Tennis",
         float_parameters=(("angle", 50.0),),

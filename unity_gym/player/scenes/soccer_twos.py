@@ -68,6 +68,7 @@ Option ``kickoff`` = ``shot_blue`` or ``shot_purple`` instead starts the ball 10
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
 
 import numpy as np
 
@@ -78,7 +79,7 @@ from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import Scene, SceneOption
 from .registry import register_scene
 
-__all__ = ["SoccerTwosScene"]
+__all__ = ["SoccerFieldScene", "SoccerTwosScene"]
 
 MAX_ENVIRONMENT_STEPS = 5000
 #: The goal lines: the ``Field`` ground box (3100 x 1500 at scale 0.01) ends at x = +-15.5,
@@ -250,14 +251,39 @@ _BALL_BOUNDS = _Walls(_WALLS)
 _PLAYER_BOUNDS = _Walls(_PLAYER_WALLS)
 
 
-@register_scene
-class SoccerTwosScene(Scene):
-    """2 vs 2 soccer with multi-agent group rewards; 8 fields."""
+class SoccerFieldScene(Scene):
+    """The soccer field of ML-Agents' Soccer examples: physics, goals, kickoffs, group rewards.
 
-    name = "SoccerTwos"
-    summary = "2 vs 2 soccer, group rewards (stacked rays 264+72, discrete 3x3x3, 32 agents)"
+    Subclasses set the players through class attributes (each a per-player array, players
+    ordered team by team: blue's, then purple's) and implement :meth:`behaviors` (one behavior
+    per team, ``agents_per_area`` = the team's size) and :meth:`ray_sensors`. Facts of
+    ``AgentSoccer`` that differ by ``Position``: ``m_ForwardSpeed`` / ``m_LateralSpeed``
+    (Generic 1.0 / 0.3, Striker 1.3 / 0.3, Goalie 1.0 / 1.0), the goalie's kick on every touch
+    (``force = k_Power`` whatever it pushed) and the existential reward added in
+    ``OnActionReceived`` (Goalie ``+1 / MaxEnvironmentSteps``, Striker ``-1 / MaxEnvironmentSteps``,
+    Generic none).
+    """
+
     default_area_count = 8
     fixed_delta_time = FIXED_DELTA_TIME
+    #: The behavior name of each team (blue, purple).
+    behavior_names: tuple[str, str] = ("SoccerTwos", "SoccerTwos")
+    #: The agents' ``MaxStep``.
+    agent_max_step = 0
+    #: Players per team (blue, purple).
+    team_sizes: tuple[int, ...] = (2, 2)
+    #: Starting spot of each player (before the kickoff's x jitter) and its heading.
+    start_positions: np.ndarray = _START
+    start_headings: np.ndarray = _START_HEADING
+    #: ``m_ForwardSpeed`` and ``m_LateralSpeed`` of each player.
+    forward_speeds: np.ndarray = np.full(4, FORWARD_SPEED)
+    lateral_speeds: np.ndarray = np.full(4, LATERAL_SPEED)
+    #: Players whose every new touch of the ball is a kick (goalies).
+    always_kicks: np.ndarray = np.zeros(4, dtype=bool)
+    #: Existential reward per action, in units of ``1 / MaxEnvironmentSteps`` (+1, -1 or 0).
+    existential_signs: np.ndarray = np.zeros(4)
+    #: The heuristic's role of each player: chase the ball (True) or guard the own goal.
+    chasers: np.ndarray = np.array([True, False, True, False])
     option_specs = (
         SceneOption(
             "max_environment_steps",
@@ -274,7 +300,10 @@ class SoccerTwosScene(Scene):
     )
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
-        """``SoccerTwos?team=0/1``: team-named ray sensors stacked 3x, discrete (3, 3, 3)."""
+        """One behavior per team (:attr:`behavior_names`): its ray sensors stacked 3x
+        (:meth:`sensor_names`, :meth:`ray_sensors`), discrete (3, 3, 3), decision period 5 with
+        actions between, ``agents_per_area`` = the team's size, max step :attr:`agent_max_step`.
+        """
         kickoff = str(self.options["kickoff"])
         if kickoff not in _KICKOFFS:
             raise PlayerError(f"kickoff={kickoff!r}: expected one of {', '.join(_KICKOFFS)}")
@@ -282,41 +311,56 @@ class SoccerTwosScene(Scene):
             raise PlayerError("max_environment_steps must be >= 0 (0 = never interrupt)")
         return [
             BehaviorSpec(
-                name="SoccerTwos",
+                name=self.behavior_names[team],
                 team_id=team,
-                sensors=(
-                    SensorSpec(
-                        f"{TEAM_NAMES[team]}RayPerceptionSensor",
-                        (FORWARD_RAYS.observation_size,),
-                        stack_size=3,
-                    ),
-                    SensorSpec(
-                        f"{TEAM_NAMES[team]}RayPerceptionSensorReverse",
-                        (BACKWARD_RAYS.observation_size,),
-                        stack_size=3,
-                    ),
+                sensors=tuple(
+                    SensorSpec(name, (rays.observation_size,), stack_size=3)
+                    for name, rays in zip(
+                        self.sensor_names(team), self.ray_sensors(team), strict=True
+                    )
                 ),
                 action_spec=ActionSpec(discrete_branches=(3, 3, 3)),
-                agents_per_area=2,
+                agents_per_area=self.team_sizes[team],
                 decision=DecisionSettings(period=5, take_actions_between_decisions=True),
-                max_step=0,
+                max_step=self.agent_max_step,
             )
             for team in (BLUE, PURPLE)
         ]
 
+    def sensor_names(self, team: int) -> Sequence[str]:
+        """The names of the team's ray sensor components (Unity's ``m_SensorName``)."""
+        raise NotImplementedError
+
+    def ray_sensors(self, team: int) -> Sequence[RayPerceptionSpec]:
+        """The geometry of the team's ray sensors, in the order of :meth:`sensor_names`."""
+        raise NotImplementedError
+
+    def ray_tags(self, team: int) -> tuple[int, int, int, int, int, int]:
+        """The team's tag index of ball, own goal, opposing goal, wall, teammate, opponent
+        (-1: not a detectable tag, so a ray hitting it reports the distance and no tag)."""
+        return (BALL_TAG, OWN_GOAL_TAG, OPPOSING_GOAL_TAG, WALL_TAG, TEAMMATE_TAG, OPPONENT_TAG)
+
+    def _players(self, team: int, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The fields and the field's player indices of the team's agents ``slots``."""
+        size = self.team_sizes[team]
+        return slots // size, sum(self.team_sizes[:team]) + slots % size
+
     def setup(self, context: SceneContext) -> None:
-        """Field state (players ``[blue 0, blue 1, purple 0, purple 1]``), groups per team."""
+        """Field state (players team by team, blue first), groups per team."""
         super().setup(context)
         n = context.area_count
+        p = len(self.start_positions)
         self.kickoff = str(self.options["kickoff"])
         self.max_environment_steps = int(self.options["max_environment_steps"])
-        self.teams = (context.batch("SoccerTwos?team=0"), context.batch("SoccerTwos?team=1"))
-        self.position = np.zeros((n, 4, 2))
-        self.velocity = np.zeros((n, 4, 2))
-        self.heading = np.zeros((n, 4))
-        self.kicking = np.zeros((n, 4), dtype=bool)
-        self.touching = np.zeros((n, 4), dtype=bool)
-        self.ball_touch = np.zeros((n, 4))
+        self.teams = tuple(
+            context.batch(f"{self.behavior_names[team]}?team={team}") for team in (BLUE, PURPLE)
+        )
+        self.position = np.zeros((n, p, 2))
+        self.velocity = np.zeros((n, p, 2))
+        self.heading = np.zeros((n, p))
+        self.kicking = np.zeros((n, p), dtype=bool)
+        self.touching = np.zeros((n, p), dtype=bool)
+        self.ball_touch = np.zeros((n, p))
         self.ball_position = np.zeros((n, 2))
         self.ball_velocity = np.zeros((n, 2))
         self.timer = np.zeros(n, dtype=np.int64)
@@ -324,7 +368,7 @@ class SoccerTwosScene(Scene):
         #: Group id of each field's blue (column 0) and purple (column 1) team.
         self.groups = groups
         for team, batch in enumerate(self.teams):
-            batch.set_group(slice(None), np.repeat(groups[:, team], 2))
+            batch.set_group(slice(None), np.repeat(groups[:, team], self.team_sizes[team]))
         #: Goals scored by blue and purple since start-up.
         self.goals = np.zeros(2, dtype=np.int64)
 
@@ -338,10 +382,13 @@ class SoccerTwosScene(Scene):
         """Unity's ``ResetScene``: players near their spots, the ball near the centre."""
         rng = self.ctx.rng
         k = fields.size
-        start = np.broadcast_to(_START, (k, 4, 2)).copy()
-        start[:, :, 0] += rng.uniform(-START_JITTER, START_JITTER, size=(k, 4))
+        p = len(self.start_positions)
+        start = np.broadcast_to(self.start_positions, (k, p, 2)).copy()
+        start[:, :, 0] += rng.uniform(-START_JITTER, START_JITTER, size=(k, p))
         self.position[fields] = start
-        self.heading[fields] = _START_HEADING + np.radians(rng.uniform(-10.0, 10.0, size=(k, 4)))
+        self.heading[fields] = self.start_headings + np.radians(
+            rng.uniform(-10.0, 10.0, size=(k, p))
+        )
         self.velocity[fields] = 0.0
         self.touching[fields] = False
         if self.kickoff == "random":
@@ -355,42 +402,39 @@ class SoccerTwosScene(Scene):
 
     def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
         """Read ``ball_touch`` (the players are placed by the kickoff)."""
-        players = 2 * batch.spec.team_id + slots % 2
+        fields, players = self._players(batch.spec.team_id, slots)
         touch = self.ctx.parameters.read_many("ball_touch", 0.0, slots.size)
-        self.ball_touch[slots // 2, players] = touch
+        self.ball_touch[fields, players] = touch
 
     # ---- observations and actions ------------------------------------------------------------
 
     def collect_observations(self, batch: AgentBatch, slots: np.ndarray) -> Sequence[np.ndarray]:
-        """Forward and backward rays with team-relative tags."""
+        """The team's ray sensors with team-relative tags (:meth:`ray_tags`)."""
         team = batch.spec.team_id
-        fields = slots // 2
-        me = 2 * team + slots % 2
-        mate = 2 * team + 1 - slots % 2
-        rivals = 2 * (1 - team)
+        fields, me = self._players(team, slots)
+        size = self.team_sizes[team]
+        first = sum(self.team_sizes[:team])
+        rival_first = sum(self.team_sizes[: 1 - team])
+        ball, own, opposing, wall, teammate, opponent = self.ray_tags(team)
         k = slots.size
         targets = RayTargets(k)
-        targets.add_segments(_WALLS, WALL_TAG)
-        targets.add_segments(_GOAL_MOUTHS[team : team + 1], OWN_GOAL_TAG)
-        targets.add_segments(_GOAL_MOUTHS[1 - team : 2 - team], OPPOSING_GOAL_TAG)
+        targets.add_segments(_WALLS, wall)
+        targets.add_segments(_GOAL_MOUTHS[team : team + 1], own)
+        targets.add_segments(_GOAL_MOUTHS[1 - team : 2 - team], opposing)
+        mates = [first + (slots % size + j) % size for j in range(1, size)]
+        rivals = range(rival_first, rival_first + self.team_sizes[1 - team])
         bodies = np.stack(
-            [
-                self.ball_position[fields],
-                self.position[fields, mate],
-                self.position[fields, rivals],
-                self.position[fields, rivals + 1],
-            ],
+            [self.ball_position[fields]]
+            + [self.position[fields, mate] for mate in mates]
+            + [self.position[fields, rival] for rival in rivals],
             axis=1,
         )
-        radii = np.array([BALL_RADIUS, AGENT_RADIUS, AGENT_RADIUS, AGENT_RADIUS])
-        tags = np.array([BALL_TAG, TEAMMATE_TAG, OPPONENT_TAG, OPPONENT_TAG])
+        radii = np.array([BALL_RADIUS] + [AGENT_RADIUS] * (len(mates) + len(rivals)))
+        tags = np.array([ball] + [teammate] * len(mates) + [opponent] * len(rivals))
         targets.add_circles(bodies, radii, tags)
         origins = self.position[fields, me]
         headings = self.heading[fields, me]
-        return [
-            FORWARD_RAYS.perceive(targets, origins, headings),
-            BACKWARD_RAYS.perceive(targets, origins, headings),
-        ]
+        return [rays.perceive(targets, origins, headings) for rays in self.ray_sensors(team)]
 
     def on_action_received(
         self,
@@ -399,9 +443,13 @@ class SoccerTwosScene(Scene):
         continuous: np.ndarray,
         discrete: np.ndarray,
     ) -> None:
-        """Turn, then push forward/back or sideways; pushing forward makes a touch a kick."""
-        fields = slots // 2
-        players = 2 * batch.spec.team_id + slots % 2
+        """The existential reward, then turn, then push forward/back or sideways; pushing forward
+        (or being a goalie) makes a touch a kick."""
+        fields, players = self._players(batch.spec.team_id, slots)
+        signs = self.existential_signs[players]
+        if signs.any():
+            limit = self.max_environment_steps or MAX_ENVIRONMENT_STEPS
+            batch.add_reward(slots, signs / limit)
         action = np.clip(discrete[:, :3], 0, 2)
         heading = self.heading[fields, players] + _TURN[action[:, 2]]
         self.heading[fields, players] = heading
@@ -411,11 +459,11 @@ class SoccerTwosScene(Scene):
         lateral = (action[:, 1] != 0)[:, None]
         push = np.where(
             lateral,
-            right * (LATERAL_SPEED * _AXIS[action[:, 1], None]),
-            forward * (FORWARD_SPEED * _AXIS[action[:, 0], None]),
+            right * (self.lateral_speeds[players, None] * _AXIS[action[:, 1], None]),
+            forward * (self.forward_speeds[players, None] * _AXIS[action[:, 0], None]),
         )
         self.velocity[fields, players] += push * AGENT_RUN_SPEED
-        self.kicking[fields, players] = action[:, 0] == 1
+        self.kicking[fields, players] = (action[:, 0] == 1) | self.always_kicks[players]
 
     # ---- physics, goals and the environment timer --------------------------------------------
 
@@ -476,7 +524,7 @@ class SoccerTwosScene(Scene):
 
     def _collide_players(self) -> None:
         """Overlapping players are pushed apart and stop closing (bounciness 0, equal masses)."""
-        for a, b in ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)):
+        for a, b in combinations(range(self.position.shape[1]), 2):
             gap = self.position[:, b] - self.position[:, a]
             distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
             overlap = 2.0 * AGENT_RADIUS - distance
@@ -505,7 +553,7 @@ class SoccerTwosScene(Scene):
             live: fields whose ball is still in play this step.
 
         Returns:
-            ``(fields, 4)``: the players that started touching the ball in this sub-step.
+            ``(fields, players)``: the players that started touching the ball in this sub-step.
         """
         gap = self.ball_position[:, None, :] - self.position
         distance = np.sqrt(np.einsum("fpi,fpi->fp", gap, gap))
@@ -513,7 +561,7 @@ class SoccerTwosScene(Scene):
         contact = (distance < reach + CONTACT_OFFSET) & live[:, None]
         new_touch = contact & ~self.touching
         self.touching = contact
-        for player in range(4):
+        for player in range(self.position.shape[1]):
             hit = np.flatnonzero(contact[:, player] & (distance[:, player] < reach))
             if not hit.size:
                 continue
@@ -528,7 +576,7 @@ class SoccerTwosScene(Scene):
             self.velocity[hit, player] -= normal * (impulse / AGENT_MASS)[:, None]
         kicks = new_touch & self.kicking
         if kicks.any():
-            for player in range(4):
+            for player in range(self.position.shape[1]):
                 hit = np.flatnonzero(kicks[:, player])
                 if hit.size:
                     normal = gap[hit, player] / np.maximum(distance[hit, player], 1e-9)[:, None]
@@ -564,27 +612,27 @@ class SoccerTwosScene(Scene):
         if not rewarded.any():
             return
         for team, batch in enumerate(self.teams):
-            for index in range(2):
-                fields = np.flatnonzero(rewarded[:, 2 * team + index])
+            size = self.team_sizes[team]
+            for index in range(size):
+                player = sum(self.team_sizes[:team]) + index
+                fields = np.flatnonzero(rewarded[:, player])
                 if fields.size:
-                    batch.add_reward(
-                        2 * fields + index, 0.2 * self.ball_touch[fields, 2 * team + index]
-                    )
+                    batch.add_reward(size * fields + index, 0.2 * self.ball_touch[fields, player])
 
     # ---- heuristic ---------------------------------------------------------------------------
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Player 0 gets behind the ball and kicks it at the goal; player 1 guards the goal.
+        """Chasers (:attr:`chasers`) get behind the ball and kick it at the goal; the others guard
+        the own goal.
 
         Both steer their velocity (at most ``HEURISTIC_SPEED``, braking near the target): push
         forward or back when the velocity error lies along the facing, else turn towards it.
         """
         team = batch.spec.team_id
-        fields = slots // 2
-        index = slots % 2
-        players = 2 * team + index
+        fields, players = self._players(team, slots)
+        chaser = self.chasers[players]
         me = self.position[fields, players]
         ball = self.ball_position[fields]
         attack = 1.0 if team == BLUE else -1.0
@@ -607,13 +655,13 @@ class SoccerTwosScene(Scene):
             ),
         )
         guard = own_goal + 0.25 * (ball - own_goal)
-        target = np.where((index == 0)[:, None], chase, guard)
+        target = np.where(chaser[:, None], chase, guard)
         wanted = target - me
         distance = np.sqrt(np.einsum("ij,ij->i", wanted, wanted))
         # Steer the velocity: towards the target at up to the cap, slow enough to stop there;
         # lined up behind the ball, run through it at full cap (the touch is a kick).
         cap = np.minimum(HEURISTIC_SPEED, np.sqrt(2.0 * HEURISTIC_BRAKING * distance))
-        cap = np.where((index == 0) & behind & across, HEURISTIC_SPEED, cap)
+        cap = np.where(chaser & behind & across, HEURISTIC_SPEED, cap)
         error = wanted / np.maximum(distance, 1e-9)[:, None] * cap[:, None]
         error -= self.velocity[fields, players]
         heading = self.heading[fields, players]
@@ -630,3 +678,22 @@ class SoccerTwosScene(Scene):
         turn = np.where(np.abs(angle) < np.radians(3.0), 0, np.where(angle > 0.0, 1, 2))
         actions = np.stack([forward, np.zeros_like(forward), turn], axis=1).astype(np.int32)
         return np.zeros((slots.size, 0), np.float32), actions
+
+
+@register_scene
+class SoccerTwosScene(SoccerFieldScene):
+    """2 vs 2 soccer with multi-agent group rewards; 8 fields."""
+
+    name = "SoccerTwos"
+    summary = "2 vs 2 soccer, group rewards (stacked rays 264+72, discrete 3x3x3, 32 agents)"
+
+    def sensor_names(self, team: int) -> Sequence[str]:
+        """``<Team>RayPerceptionSensor`` and ``<Team>RayPerceptionSensorReverse``."""
+        return (
+            f"{TEAM_NAMES[team]}RayPerceptionSensor",
+            f"{TEAM_NAMES[team]}RayPerceptionSensorReverse",
+        )
+
+    def ray_sensors(self, team: int) -> Sequence[RayPerceptionSpec]:
+        """11 rays over +-60 degrees ahead and 3 over +-45 degrees behind, 6 tags each."""
+        return (FORWARD_RAYS, BACKWARD_RAYS)
