@@ -120,8 +120,10 @@ class TrainerController:
                         while manager.in_flight:
                             received += self._record([manager.receive()])
                 for trainer in trainers.values():
-                    if not trainer.is_done:
-                        trainer.advance(environment_idle=self._environment_idle)
+                    # every trainer, done or not, as ML-Agents' TrainerController: a done one
+                    # takes no update, but a self-play schedule must go on changing the
+                    # learning team, or the other teams' behaviors never reach max_steps
+                    trainer.advance(environment_idle=self._environment_idle)
                     trainer.maybe_write_summary()
                     trainer.maybe_checkpoint()
                 if self.curriculum is not None and self._advance_curriculum(self.curriculum):

@@ -258,13 +258,16 @@ class Trainer(ABC):
     def advance(self, environment_idle: Callable[[], bool] | None = None) -> None:
         """Run (or hand to the trainer thread) an update if enough experience is there.
 
+        The controller calls it in every loop, also once ``max_steps`` is reached (as
+        ML-Agents' ``TrainerController`` advances every trainer); then no update is taken.
+
         Args:
             environment_idle: asked just before an inline update runs: whether nothing else
                 computes meanwhile (no game is stepping, no other trainer thread is updating),
                 so that the update may use more torch threads (:class:`UpdateThreadGovernor`).
         """
         self._collect_finished_update()
-        if not self.training or not self._update_ready():
+        if not self.training or self.is_done or not self._update_ready():
             return
         if self._pending is not None:
             if not self.wait_for_running_update:

@@ -85,7 +85,7 @@ class GroupCritic(nn.Module):
         """The group's values from each agent's encoded observation ``own`` ``(B, f)`` and its
         teammates' ``mates`` ``(B, k, f)`` (``absent`` ``(B, k)``, ``True`` = padding)."""
         entities = torch.cat([own.unsqueeze(1), mates], dim=1)
-        missing = torch.cat([torch.zeros_like(absent[:, :1]), absent], dim=1).to(own.dtype)
+        missing = torch.cat([_present(absent), absent], dim=1).to(own.dtype)
         embedded = self.observation_embedding(clear_absent(entities, missing))
         return self._heads(embedded, missing)
 
@@ -98,7 +98,7 @@ class GroupCritic(nn.Module):
     ) -> torch.Tensor:
         """Each agent's baseline from its encoded observation ``own`` ``(B, f)``, its
         teammates' ``mates`` ``(B, k, f)`` and their :meth:`flat_actions` ``(B, k, a)``."""
-        missing = torch.cat([absent, torch.zeros_like(absent[:, :1])], dim=1).to(own.dtype)
+        missing = torch.cat([absent, _present(absent)], dim=1).to(own.dtype)
         pairs = clear_absent(torch.cat([mates, mate_actions], dim=2), missing[:, :-1])
         embedded = torch.cat(
             [
@@ -122,3 +122,9 @@ class GroupCritic(nn.Module):
         if len(self.heads) == 1:
             return self.heads[0](features).squeeze(-1)
         return torch.cat([head(features) for head in self.heads], dim=1)
+
+
+def _present(absent: torch.Tensor) -> torch.Tensor:
+    """One present entity per row ``(B, 1)``, for the agent itself beside its teammates'
+    ``absent`` ``(B, k)`` (``k`` may be 0: a group of one, such as StrikersVsGoalie's goalie)."""
+    return absent.new_zeros((absent.shape[0], 1))
