@@ -61,7 +61,7 @@ from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
 from ..raycast import RayPerceptionSpec, RayTargets
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
-from .base import Scene, SceneOption
+from .base import SceneOption
 from .pushblock import (
     AGENT_DRAG,
     AGENT_RADIUS,
@@ -70,11 +70,10 @@ from .pushblock import (
     SPAWN_HALF,
     clamp_to_arena,
     disc_box_contact,
-    push_actions,
     slide,
     substep_count,
 )
-from .pushblock_collab import AGENTS_PER_AREA, FRICTION, GRAVITY_MULTIPLIER
+from .pushblock_collab import AGENTS_PER_AREA, FRICTION, GRAVITY_MULTIPLIER, GroupedPushAgents
 from .registry import register_scene
 
 __all__ = [
@@ -136,7 +135,7 @@ _TURN_THRESHOLD = np.radians(15.0)
 
 
 @register_scene
-class DungeonEscapeScene(Scene):
+class DungeonEscapeScene(GroupedPushAgents):
     """Three agents per platform: one slays the dragon, another takes its key to the door."""
 
     name = "DungeonEscape"
@@ -302,28 +301,10 @@ class DungeonEscapeScene(Scene):
 
     # ---- actions and the platform controller -------------------------------------------------
 
-    def on_action_received(
-        self,
-        batch: AgentBatch,
-        slots: np.ndarray,
-        continuous: np.ndarray,
-        discrete: np.ndarray,
-    ) -> None:
-        """``MoveAgent``: turn and push the agents (no individual reward)."""
-        areas, me = np.divmod(slots, AGENTS_PER_AREA)
-        heading, push = push_actions(self.heading[areas, me], discrete[:, 0])
-        self.heading[areas, me] = heading
-        self.agent_velocity[areas, me] += push
-
     def after_academy_step(self) -> None:
-        """The controller's timer, the dragon's walk, physics, then the collision rules."""
-        self.timer += 1
-        limit = self.max_environment_steps
-        if limit > 0:
-            expired = np.flatnonzero(self.timer >= limit)
-            if expired.size:
-                self.ctx.interrupt_group_episode(self.groups[expired])
-                self.reset_areas(expired)
+        """The controller's timer, the dragon's walk, physics, then the collision rules
+        (``MoveAgent`` is :meth:`GroupedPushAgents.on_action_received`)."""
+        self._count_step()
         self._walk_dragons()
         self._move_agents()
         self._collisions()

@@ -98,8 +98,51 @@ _AGENT_JITTER = 1.0
 _CELL_OFFSETS = (GRID_SIZE - 1) / 2.0 - np.arange(GRID_SIZE, dtype=np.float64)
 
 
+class GroupedPushAgents(Scene):
+    """Agents that turn and push in areas run by a group controller: PushBlockCollab's and
+    DungeonEscape's ``MoveAgent`` (no individual reward) and their controllers' step limit
+    (``MaxEnvironmentSteps``: the group episode is interrupted and the area reset).
+
+    A scene using it keeps ``heading``, ``agent_velocity`` (per area and agent), ``timer``,
+    ``groups`` (per area), ``max_environment_steps`` and ``reset_areas(areas)``.
+    """
+
+    heading: np.ndarray
+    agent_velocity: np.ndarray
+    timer: np.ndarray
+    groups: np.ndarray
+    max_environment_steps: int
+
+    def reset_areas(self, areas: np.ndarray) -> None:
+        """Put ``areas`` back to the start of a group episode."""
+        raise NotImplementedError
+
+    def on_action_received(
+        self,
+        batch: AgentBatch,
+        slots: np.ndarray,
+        continuous: np.ndarray,
+        discrete: np.ndarray,
+    ) -> None:
+        """Turn and push the agents (no individual reward)."""
+        areas, me = np.divmod(slots, AGENTS_PER_AREA)
+        heading, push = push_actions(self.heading[areas, me], discrete[:, 0])
+        self.heading[areas, me] = heading
+        self.agent_velocity[areas, me] += push
+
+    def _count_step(self) -> None:
+        """One more controller step: areas at ``max_environment_steps`` are interrupted, reset."""
+        self.timer += 1
+        limit = self.max_environment_steps
+        if limit > 0:
+            expired = np.flatnonzero(self.timer >= limit)
+            if expired.size:
+                self.ctx.interrupt_group_episode(self.groups[expired])
+                self.reset_areas(expired)
+
+
 @register_scene
-class PushBlockCollabScene(Scene):
+class PushBlockCollabScene(GroupedPushAgents):
     """Three agents per area push blocks needing 1, 2 or 3 pushers; group rewards."""
 
     name = "PushBlockCollab"
@@ -229,28 +272,9 @@ class PushBlockCollabScene(Scene):
 
     # ---- actions and the area controller -----------------------------------------------------
 
-    def on_action_received(
-        self,
-        batch: AgentBatch,
-        slots: np.ndarray,
-        continuous: np.ndarray,
-        discrete: np.ndarray,
-    ) -> None:
-        """Turn and push the agents (no individual reward)."""
-        areas, me = np.divmod(slots, AGENTS_PER_AREA)
-        heading, push = push_actions(self.heading[areas, me], discrete[:, 0])
-        self.heading[areas, me] = heading
-        self.agent_velocity[areas, me] += push
-
     def after_academy_step(self) -> None:
         """The controller's timer and step penalty, then physics; scored blocks pay the group."""
-        self.timer += 1
-        limit = self.max_environment_steps
-        if limit > 0:
-            expired = np.flatnonzero(self.timer >= limit)
-            if expired.size:
-                self.ctx.interrupt_group_episode(self.groups[expired])
-                self.reset_areas(expired)
+        self._count_step()
         self.ctx.add_group_reward(self.groups, self.step_penalty)
         self._move()
         scored = self.active & (self.block_position[:, :, 1] + BLOCK_HALF >= GOAL_LINE)
