@@ -10,8 +10,9 @@ checkpoint loads with the project's loader (``weights_only=True``) and the final
 ``max_steps``, the ONNX model was exported and loads, no process of the run's tree is alive and
 every port a game used can be bound again.
 
-The games are paced in real time (``--env-args --realtime`` at ``--time-scale 1``: 3DBall's 50
-Academy steps a second, as a Unity build at time scale 1), so two games of 12 agents make at most
+The games are paced in real time (``--env-args --realtime`` with ``--time-scale 1`` and
+``--target-frame-rate 60``: 3DBall's 50 Academy steps a second, as a Unity build at time scale 1,
+each agent deciding every 5th step), so two games of 12 agents make at most
 :data:`PACED_STEPS_PER_S` agent steps a second, and ``max_steps`` is the soak's duration times
 that rate: the run lasts at least ``UNITY_GYM_SOAK_MINUTES`` on any machine (longer where the
 machine cannot keep the pace); the killer keeps going until the run ends. Restart limits are
@@ -53,8 +54,9 @@ KILL_EVERY_S = float(os.environ.get("UNITY_GYM_SOAK_KILL_EVERY_S", "120"))
 
 AGENTS_PER_GAME = 12
 GAMES = 2
-PACED_STEPS_PER_S = GAMES * AGENTS_PER_GAME * 50
-"""Agent steps a second of the paced games at most (3DBall: fixed delta time 0.02 s)."""
+PACED_STEPS_PER_S = GAMES * AGENTS_PER_GAME * 50 // 5
+"""Agent steps a second of the paced games at most (3DBall: fixed delta time 0.02 s, a decision
+every 5 Academy steps)."""
 CHECKPOINTS = 6
 """Step checkpoints written over the run (``checkpoint_interval = max_steps / CHECKPOINTS``)."""
 
@@ -137,6 +139,7 @@ def test_training_survives_killed_games_and_a_malformed_message(tmp_path: Path) 
     kills_planned = 2 * int(MINUTES * 60 // KILL_EVERY_S) + 2  # the run may take longer
     args = [str(config), "--scene", "3DBall", "--num-envs", str(GAMES), "--run-id", "soak",
             "--results-dir", str(results), "--seed", "11", "--no-graphics", "--time-scale", "1",
+            "--target-frame-rate", "60",
             "--max-lifetime-restarts", str(kills_planned + 1),
             "--restarts-rate-limit-n", "1",
             "--restarts-rate-limit-period-s", str(max(1, int(KILL_EVERY_S // 2))),
