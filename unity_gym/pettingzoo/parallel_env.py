@@ -41,11 +41,12 @@ previous step, not included in the agent's reward); agents with discrete actions
 ``"action_mask"`` in the format of ``action_space(agent).sample(mask=...)`` (see
 :meth:`unity_gym.spaces.ActionAdapter.sample_mask`; 1 = allowed).
 
-Faults. A game that crashes or stops answering (no message within ``timeout_wait``) during
-``step`` or ``reset`` is closed, relaunched with the same settings (same seed) and reset, at most
+Faults. The rules are :mod:`unity_gym.game.supervisor`'s, the same in every front. A game that
+crashes or stops answering (no message within ``timeout_wait``) while it starts, or during
+``step`` or ``reset``, is closed, relaunched with the same settings (same seed) and reset, at most
 ``max_lifetime_restarts`` times in all and ``restarts_rate_limit_n`` times within any
 ``restarts_rate_limit_period_s`` seconds (``mlagents-learn``'s limits, see
-:mod:`unity_gym.vector.faults`; -1 lifts a limit); a warning goes to logger
+:mod:`unity_gym.game.faults`; -1 lifts a limit); a warning goes to logger
 ``unity_gym.pettingzoo``. The interrupted ``step`` returns every agent that was live as
 ``truncated`` with the reward it collected in that step before the failure, its latest
 observation and ``info["restart_reason"]`` (an agent whose Unity episode had already ended in that
@@ -178,8 +179,9 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
 
     Raises:
         ValueError: on invalid settings, restart limits or ``render_mode`` (nothing is started).
-        UnityEnvironmentException: if the game fails to start or reports no agent (a failure
-            at construction is raised, not restarted).
+        UnityEnvironmentException: if the game cannot be launched, reports no agent, or fails
+            while it starts more often than the restart limits allow (a launched game that
+            fails while it starts is restarted: :mod:`unity_gym.game.supervisor`).
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012  (PettingZoo declares a plain attribute)

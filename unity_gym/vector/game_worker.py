@@ -5,9 +5,10 @@ or Ray actor) feeds it :class:`~unity_gym.vector.messages.WorkerRequest` objects
 :class:`~unity_gym.vector.messages.WorkerReply` objects back. The worker decodes observations
 itself and writes them, with rewards and episode flags, into the rows of its slots in the vector
 env's buffers. A game that crashes or stops answering (``timeout_wait``) is relaunched with the
-same settings within the limits of a :class:`~unity_gym.vector.faults.RestartPolicy`; its slots
-then report truncation and ``info["restart_reason"]``. What the game sends on its stats side
-channel (Unity's ``StatsRecorder``) travels back with each reply (``WorkerReply.stats``).
+same settings by its :class:`~unity_gym.game.supervisor.GameSupervisor` (the one set of rules of
+every front); its slots then report truncation and ``info["restart_reason"]``. What the game
+sends on its stats side channel (Unity's ``StatsRecorder``) travels back with each reply
+(``WorkerReply.stats``).
 """
 
 from __future__ import annotations

@@ -34,10 +34,11 @@ plus a ``_key`` mask):
 * ``restart_reason`` (str) for the slots of a game that crashed or hung and was restarted; those
   slots report ``truncated=True``.
 
-A game that crashes or stops answering within ``timeout_wait`` is relaunched with the same
-settings (at most ``max_lifetime_restarts`` times, and ``restarts_rate_limit_n`` times per
+A game that crashes or stops answering within ``timeout_wait`` (also while it starts) is
+relaunched with the same settings by the rules of :mod:`unity_gym.game.supervisor` (at most
+``max_lifetime_restarts`` times, and ``restarts_rate_limit_n`` times per
 ``restarts_rate_limit_period_s``, like ``mlagents-learn``); a warning is logged and
-:class:`~unity_gym.vector.faults.RestartLimitError` is raised beyond the limits.
+:class:`~unity_gym.game.faults.RestartLimitError` is raised beyond the limits.
 
 Observations are decoded in the workers and written, with rewards, flags and info columns, into
 shared memory (:mod:`unity_gym.vector.buffers`); actions travel the same way, so pipes only carry
