@@ -27,8 +27,11 @@ tell, from what the settings say:
   (:func:`unity_gym.registration.scene_behaviors`, read without starting the scene): several
   behavior ids (teams count: ``Tennis?team=0`` and ``Tennis?team=1``) take the PettingZoo envs,
   one takes the vector env (an unknown scene too: the vector env's error lists the scenes);
-* a Unity build (``--env PATH``) with ``self_play`` configured for a behavior: the PettingZoo
-  envs (self-play needs teams, and each team is a behavior id of its own, as in ML-Agents);
+* a Unity build (``--env PATH``) with ``self_play`` configured for a behavior, or whose config
+  names several behaviors under ``behaviors:``: the PettingZoo envs (self-play needs teams, and
+  each team is a behavior id of its own, as in ML-Agents; a config written for several behaviors
+  is the same rule as for the Unity Editor below, and a build that turns out to have one behavior
+  trains through PettingZoo as well);
 * any other Unity build: only the game can tell. The vector env starts it, and the behaviors
   the game reports at connection decide: one is served by the vector env; with several, the
   vector env closes the games it started and refuses them (``UnityMultipleBehaviorsException``,
@@ -490,8 +493,8 @@ def unity_front(options: RunOptions) -> Literal["vector", "pettingzoo"] | None:
     configured = [*options.behaviors.values(), options.default_settings]
     if any(settings is not None and settings.self_play is not None for settings in configured):
         return "pettingzoo"
-    if env_settings.uses_editor and len(options.behaviors) > 1:
-        return "pettingzoo"  # the Editor's one connection: the config says what the scene has
+    if len(options.behaviors) > 1:
+        return "pettingzoo"  # the config says what the game has (the Editor's rule too)
     return None
 
 

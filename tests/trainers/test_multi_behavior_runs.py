@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime
@@ -260,20 +261,30 @@ def test_a_built_in_scene_chooses_its_front_from_its_declared_behaviors(
 def test_a_build_takes_pettingzoo_from_self_play_and_otherwise_asks_the_game() -> None:
     build = {"env_settings": {"env_path": "builds/Game"}}
     assert unity_front(parse_run_options(build)) is None
+    one = {"behaviors": {"Seeker": {"trainer_type": "ppo"}}}
+    assert unity_front(parse_run_options({**build, **one})) is None
+    two = {"behaviors": {"Seeker": {"trainer_type": "ppo"}, "Hider": {"trainer_type": "sac"}}}
+    assert unity_front(parse_run_options({**build, **two})) == "pettingzoo"
     teams = {"behaviors": {"Striker": {"trainer_type": "ppo", "self_play": {}}}}
     assert unity_front(parse_run_options({**build, **teams})) == "pettingzoo"
     default = {"default_settings": {"trainer_type": "ppo", "self_play": {}}}
     assert unity_front(parse_run_options({**build, **default})) == "pettingzoo"
 
 
-def test_a_build_with_self_play_starts_only_the_pettingzoo_games(
-    two_behavior_build: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    "behaviors",
+    [{"Seeker": {"trainer_type": "ppo", "self_play": {}}},
+     {"Seeker": {"trainer_type": "ppo"}, "Hider": {"trainer_type": "ppo"}}],
+    ids=["self_play", "two_behaviors_named"],
+)  # fmt: skip
+def test_a_build_with_self_play_or_several_behaviors_starts_only_the_pettingzoo_games(
+    behaviors: dict[str, Any],
+    two_behavior_build: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     options = parse_run_options(
-        {
-            "behaviors": {"Seeker": {"trainer_type": "ppo", "self_play": {}}},
-            "env_settings": {"env_path": str(two_behavior_build)},
-        }
+        {"behaviors": behaviors, "env_settings": {"env_path": str(two_behavior_build)}}
     )
     caplog.set_level("INFO")
     training_env = make_training_env(options, seed=3, log_folder=tmp_path / "logs")
