@@ -44,7 +44,13 @@ from typing import Any, Literal
 import numpy as np
 from gymnasium import spaces
 
-from unity_gym.base_env import ActionSpec, ActionTuple, ObservationSpec, ObservationType
+from unity_gym.base_env import (
+    ActionSpec,
+    ActionTuple,
+    DimensionProperty,
+    ObservationSpec,
+    ObservationType,
+)
 from unity_gym.exceptions import UnityActionException, UnityObservationException
 
 __all__ = [
@@ -162,6 +168,26 @@ class ObservationAdapter:
             )
         )
 
+    @property
+    def variable_length_keys(self) -> tuple[str, ...]:
+        """Keys of the entries that are one variable-length sensor (Unity's ``BufferSensor``:
+        a ``VARIABLE_SIZE`` first dimension, ``(max_entities, entity_size)``, absent entities
+        sent as rows of zeros).
+
+        Trainers may embed such an entry entity by entity and attend over the present ones
+        (ML-Agents' entity embeddings and residual self-attention). When the space is a plain
+        Box the tuple holds that Box's one key (the sensor's name) if its sensor is one;
+        ``flatten_obs=True`` makes such sensors part of the flat vector, and then none is.
+        """
+        return tuple(
+            entry.key
+            for entry in self._entries
+            if entry.key != FLAT_VECTOR_KEY
+            and not entry.visual
+            and len(entry.sensors) == 1
+            and _is_variable_length(self.observation_specs[entry.sensors[0]])
+        )
+
     def from_unity(self, obs: Sequence[np.ndarray], row: int) -> Any:
         """One agent's observation, built from the bridge's batched arrays.
 
@@ -251,6 +277,13 @@ class ObservationAdapter:
                 f"({[spec.name for spec in self.observation_specs]}); the game changed its "
                 "sensors after the spec was read."
             )
+
+
+def _is_variable_length(spec: ObservationSpec) -> bool:
+    """Whether ``spec`` is a rank-2 sensor whose first dimension is ``VARIABLE_SIZE``."""
+    return len(spec.shape) == 2 and bool(
+        int(spec.dimension_property[0]) & int(DimensionProperty.VARIABLE_SIZE)
+    )
 
 
 def _unique_key(name: str, taken: set[str]) -> str:

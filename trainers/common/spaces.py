@@ -5,7 +5,8 @@ single-slot observation space into an ordered list of entries (one per sensor: t
 ``Dict`` space in its order, else the single space); entry ``i`` becomes the network input
 ``obs_i`` (the ONNX input name). Network inputs are float32: vectors ``(batch, size)``, images
 ``(batch, channels, height, width)`` with values in ``[0, 1]`` -- the format Unity feeds an ONNX
-model. Raw environment arrays (e.g. uint8 HWC images) are kept as they are in buffers and
+model -- and variable-length entities ``(batch, max_entities, entity_size)`` (absent entities are
+rows of zeros). Raw environment arrays (e.g. uint8 HWC images) are kept as they are in buffers and
 converted by :meth:`ObservationLayout.to_tensors`.
 
 :class:`ActionLayout` describes the policy's action output (``continuous_size`` floats in
@@ -28,7 +29,7 @@ from trainers.settings import ConfigError
 
 __all__ = ["ActionLayout", "ObservationEntry", "ObservationLayout", "UnsupportedSpaceError"]
 
-EntryKind = Literal["vector", "image", "one_hot"]
+EntryKind = Literal["vector", "image", "one_hot", "entities"]
 
 
 class UnsupportedSpaceError(ConfigError):
@@ -41,9 +42,12 @@ class ObservationEntry:
 
     Attributes:
         name: the ``Dict`` key, or ``"obs"`` for a non-dict space.
-        kind: ``vector`` (float features), ``image`` (3-D) or ``one_hot`` (integer categories).
+        kind: ``vector`` (float features), ``image`` (3-D), ``one_hot`` (integer categories) or
+            ``entities`` (a variable-length sensor: ``(max_entities, entity_size)``, a row of
+            zeros for each absent entity; networks embed and attend over the present ones).
         raw_shape: shape of one slot's raw observation as the environment returns it.
-        network_shape: shape of one sample as the network takes it (``(size,)`` or ``(C, H, W)``).
+        network_shape: shape of one sample as the network takes it (``(size,)``, ``(C, H, W)``
+            or ``(max_entities, entity_size)``).
         channels_last: images only: the raw array is HWC (converted to CHW for the network).
         scale: images only: divide raw values by this (255 for uint8 images, else 1).
         categories: one-hot only: the number of categories of each integer component.
@@ -72,7 +76,10 @@ class ObservationLayout:
 
     @classmethod
     def from_space(
-        cls, space: spaces.Space[Any], goal_keys: Sequence[str] = ()
+        cls,
+        space: spaces.Space[Any],
+        goal_keys: Sequence[str] = (),
+        entity_keys: Sequence[str] = (),
     ) -> ObservationLayout:
         """Build the layout of a single-slot observation space.
 
@@ -80,6 +87,9 @@ class ObservationLayout:
             space: the observation space of one slot.
             goal_keys: ``Dict`` keys of goal-signal entries (``metadata["goal_signal_keys"]`` of
                 ``unity_gym``'s environments); only vector entries can be goals.
+            entity_keys: keys of variable-length entries (``metadata["variable_length_keys"]``);
+                each must be a 2-D float Box ``(max_entities, entity_size)``. For a space that
+                is not a ``Dict``, any key makes its one entry variable-length.
 
         Raises:
             UnsupportedSpaceError: nested ``Dict``/``Tuple`` spaces or other unsupported spaces.
@@ -94,8 +104,12 @@ class ObservationLayout:
                 else entry
                 for entry in entries
             )
+            entries = tuple(
+                _as_entities(entry) if entry.name in entity_keys else entry for entry in entries
+            )
             return cls(entries, is_dict=True)
-        return cls((_entry_for("obs", space),), is_dict=False)
+        entry = _entry_for("obs", space)
+        return cls((_as_entities(entry) if entity_keys else entry,), is_dict=False)
 
     @property
     def names(self) -> list[str]:
@@ -130,6 +144,8 @@ class ObservationLayout:
             batch = tensor.shape[0]
             if entry.kind == "vector":
                 tensor = tensor.reshape(batch, -1).to(torch.float32)
+            elif entry.kind == "entities":
+                tensor = tensor.reshape(batch, *entry.network_shape).to(torch.float32)
             elif entry.kind == "image":
                 if entry.channels_last:
                     tensor = tensor.permute(0, 3, 1, 2)
@@ -153,6 +169,21 @@ def _one_hot(indices: torch.Tensor, entry: ObservationEntry) -> torch.Tensor:
     columns = indices.to(torch.long) + offsets
     out.scatter_(1, columns, 1.0)
     return out
+
+
+def _as_entities(entry: ObservationEntry) -> ObservationEntry:
+    """``entry`` (a 2-D float vector entry) as a variable-length entry.
+
+    Raises:
+        UnsupportedSpaceError: the entry is not a 2-D Box of floats.
+    """
+    if entry.kind != "vector" or len(entry.raw_shape) != 2 or min(entry.raw_shape) < 1:
+        raise UnsupportedSpaceError(
+            f"observation {entry.name!r} is named variable-length, but its space has shape "
+            f"{entry.raw_shape} ({entry.kind}); a variable-length sensor is a 2-D Box "
+            "(max_entities, entity_size)."
+        )
+    return replace(entry, kind="entities", network_shape=entry.raw_shape)
 
 
 def _entry_for(name: str, space: spaces.Space[Any]) -> ObservationEntry:

@@ -155,6 +155,7 @@ class PettingZooFront(GameFront):
         possible = list(self.envs[0].possible_agents)
         first = self.envs[0]
         goal_keys = first.metadata.get("goal_signal_keys", {})
+        entity_keys = first.metadata.get("variable_length_keys", {})
         self.agents = [
             FrontAgent(index, behavior_of_agent[agent], agent)
             for index in range(len(self.envs))
@@ -165,7 +166,9 @@ class PettingZooFront(GameFront):
         for behavior_id in sorted(set(behavior_of_agent.values())):
             example = next(a for a in possible if behavior_of_agent[a] == behavior_id)
             self.observation_layouts[behavior_id] = ObservationLayout.from_space(
-                first.observation_space(example), goal_keys.get(behavior_id, ())
+                first.observation_space(example),
+                goal_keys.get(behavior_id, ()),
+                entity_keys.get(behavior_id, ()),
             )
             self.action_layouts[behavior_id] = ActionLayout.from_space(first.action_space(example))
         # (env index, agent name) -> (behavior id, row of that id)

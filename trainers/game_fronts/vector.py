@@ -70,7 +70,9 @@ class VectorFront(GameFront):
         self.behavior_id = behavior_id
         self.num_slots = int(env.num_envs)
         layout = ObservationLayout.from_space(
-            env.single_observation_space, env.metadata.get("goal_signal_keys", ())
+            env.single_observation_space,
+            env.metadata.get("goal_signal_keys", ()),
+            env.metadata.get("variable_length_keys", ()),
         )
         self.observation_layouts = {behavior_id: layout}
         self.action_layouts = {behavior_id: ActionLayout.from_space(env.single_action_space)}

@@ -198,7 +198,11 @@ def _convert(
     """One file's steps in the trainer's format (checked against its layouts first)."""
     spec = demo.behavior_spec
     adapter = _adapter_like(spec, layout)
-    demo_layout = None if adapter is None else ObservationLayout.from_space(adapter.space)
+    demo_layout = (
+        None
+        if adapter is None
+        else ObservationLayout.from_space(adapter.space, entity_keys=adapter.variable_length_keys)
+    )
     actions = spec.action_spec
     fits = (
         demo_layout is not None

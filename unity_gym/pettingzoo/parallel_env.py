@@ -69,7 +69,9 @@ Behaviors. ``metadata["agent_behaviors"]`` maps every agent of ``possible_agents
 Goal signals. ``metadata["goal_signal_keys"]`` maps each behavior name to the Dict keys of its
 observation entries made of ``GOAL_SIGNAL`` sensors (what the task is, e.g. GridWorld's goal
 colour; see :attr:`unity_gym.spaces.ObservationAdapter.goal_signal_keys`); trainers may condition
-their networks on them.
+their networks on them. ``metadata["variable_length_keys"]`` maps each behavior name to the keys
+of its variable-length sensors (Unity's ``BufferSensor``; see
+:attr:`unity_gym.spaces.ObservationAdapter.variable_length_keys`), for entity attention.
 
 Rendering. ``render_mode="rgb_array"`` needs a behavior with a camera (checked at construction);
 ``render()`` returns the first camera image of the first live agent that has one, as uint8
@@ -537,6 +539,10 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             **type(self).metadata,
             "goal_signal_keys": {
                 name: adapter.goal_signal_keys
+                for name, adapter in self._observation_adapters.items()
+            },
+            "variable_length_keys": {
+                name: adapter.variable_length_keys
                 for name, adapter in self._observation_adapters.items()
             },
         }

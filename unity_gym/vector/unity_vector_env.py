@@ -21,7 +21,9 @@ Every request carries a sequence number echoed by its reply: a ``TimeoutError`` 
 (never attributed to a later step); ``reset`` abandons pending steps and drops their late replies.
 
 ``metadata["goal_signal_keys"]`` names the Dict entries made of ``GOAL_SIGNAL`` sensors (the
-task an agent is given, e.g. GridWorld's goal colour), for goal-conditioned networks.
+task an agent is given, e.g. GridWorld's goal colour), for goal-conditioned networks;
+``metadata["variable_length_keys"]`` the entries that are variable-length sensors (Unity's
+``BufferSensor``; see :attr:`unity_gym.spaces.ObservationAdapter.variable_length_keys`).
 
 Autoreset (``metadata["autoreset_mode"]``) is ``AutoresetMode.NEXT_STEP`` (default) or
 ``AutoresetMode.SAME_STEP``; the precise mapping onto Unity's agent restarts is documented in
@@ -364,6 +366,8 @@ class UnityVectorEnv(VectorEnv):
         self.single_action_space = self._action_adapter.space
         # Which Dict entries tell the task (GOAL_SIGNAL sensors): for goal-conditioned networks.
         self.metadata["goal_signal_keys"] = self._observation_adapter.goal_signal_keys
+        # Which entries are variable-length sensors: for entity attention in networks.
+        self.metadata["variable_length_keys"] = self._observation_adapter.variable_length_keys
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         k = self.agents_per_process

@@ -3,9 +3,12 @@
 Every network encodes its inputs the same way (:class:`ObservationEncoder`): vector entries are
 (optionally) normalized by the trainer's shared :class:`ObservationNormalizer` and concatenated;
 image entries go through the ``vis_encode_type`` encoder of :mod:`trainers.common.networks.encoders`
-producing ``hidden_units`` features. The encoding feeds an MLP of
-``num_layers`` x ``hidden_units`` SiLU layers, then (with ``network_settings.memory``) an LSTM
-(:class:`~trainers.common.networks.lstm.LSTMMemory`), then a head. Goal-signal entries
+producing ``hidden_units`` features; variable-length entries (``kind == "entities"``, Unity's
+``BufferSensor``) are embedded entity by entity and pooled by residual self-attention into
+:data:`ATTENTION_EMBEDDING_SIZE` features (see :class:`ObservationEncoder`). The encoding
+feeds an MLP of ``num_layers`` x ``hidden_units`` SiLU layers, then (with
+``network_settings.memory``) an LSTM (:class:`~trainers.common.networks.lstm.LSTMMemory`),
+then a head. Goal-signal entries
 (``ObservationEntry.goal``) are features too and, with ``goal_conditioning_type: hyper``
 (ML-Agents' default), also generate the weights of the last hidden layer (:class:`HyperLinear`).
 
@@ -25,6 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from trainers.common.networks.attention import EntityEmbedding, ResidualSelfAttention
 from trainers.common.networks.distributions import ActionDistribution, mask_logits
 from trainers.common.networks.encoders import visual_encoder
 from trainers.common.networks.lstm import LSTMMemory
@@ -36,6 +40,7 @@ from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.settings import NetworkSettings
 
 __all__ = [
+    "ATTENTION_EMBEDDING_SIZE",
     "Body",
     "HyperLinear",
     "ObservationEncoder",
@@ -50,6 +55,15 @@ __all__ = [
     "polyak_update",
     "share_policy_body",
 ]
+
+
+ATTENTION_EMBEDDING_SIZE = 128
+"""Width of the entity embeddings and of the attention over them (ML-Agents'
+``ObservationEncoder.ATTENTION_EMBEDDING_SIZE``, fixed whatever ``hidden_units`` is)."""
+
+ABSENT_ENTITY_NORM = 0.01
+"""An entity row whose squared values sum to less than this is absent (padding), as in
+ML-Agents' ``get_zero_entities_mask``."""
 
 
 def build_normalizer(layout: ObservationLayout, normalize: bool) -> ObservationNormalizer:
@@ -103,7 +117,19 @@ def _value_head(in_size: int, out_size: int) -> nn.Linear:
 
 
 class ObservationEncoder(nn.Module):
-    """Turns the list of network-format observation tensors into one feature vector."""
+    """Turns the list of network-format observation tensors into one feature vector.
+
+    Variable-length entries follow ML-Agents' ``ObservationEncoder`` (``torch_entities/
+    networks.py``, ``ModelUtils.create_input_processors`` and ``create_residual_self_attention``):
+    the fixed features (vectors and image encodings, concatenated) are encoded once more into a
+    :data:`ATTENTION_EMBEDDING_SIZE`-wide "self" (one dense layer with SiLU, T-Fixup
+    initialization); each entity of each variable-length entry is concatenated after that self
+    and embedded (:class:`EntityEmbedding`, :data:`ATTENTION_EMBEDDING_SIZE` wide; without fixed
+    features the entity alone); the embeddings of all variable-length entries together go
+    through one :class:`ResidualSelfAttention`, which ignores absent entities (rows whose
+    squared values sum below :data:`ABSENT_ENTITY_NORM`) and averages over the present ones; its
+    output is appended to the fixed features. Variable-length entries are not normalized.
+    """
 
     def __init__(
         self,
@@ -116,6 +142,8 @@ class ObservationEncoder(nn.Module):
         self.visual_index: list[int] = []
         encoders: list[nn.Module] = []
         self.vector_index: list[int] = []
+        #: Variable-length entries (pooled by the attention).
+        self.entity_index: list[int] = []
         #: Goal-signal entries, also given to the body's hypernetwork (``hyper`` conditioning).
         self.goal_index: list[int] = []
         conditioned = settings.goal_conditioning_type == "hyper"
@@ -129,10 +157,26 @@ class ObservationEncoder(nn.Module):
                     visual_encoder(entry, settings.vis_encode_type, settings.hidden_units)
                 )
                 size += settings.hidden_units
+            elif entry.kind == "entities":
+                self.entity_index.append(index)
             else:
                 self.vector_index.append(index)
                 size += entry.network_shape[0]
         self.visual_encoders = nn.ModuleList(encoders)
+        self.self_encoder: EntityEmbedding | None = None
+        self.attention: ResidualSelfAttention | None = None
+        embeddings: list[EntityEmbedding] = []
+        if self.entity_index:
+            width = ATTENTION_EMBEDDING_SIZE
+            self_size = width if size else 0
+            if size:
+                self.self_encoder = EntityEmbedding(size, width)
+            for index in self.entity_index:
+                entity_size = layout.entries[index].network_shape[1]
+                embeddings.append(EntityEmbedding(self_size + entity_size, width))
+            self.attention = ResidualSelfAttention(width)
+            size += width
+        self.entity_embeddings = nn.ModuleList(embeddings)
         self.output_size = size
         self.goal_size = sum(layout.entries[i].network_shape[0] for i in self.goal_index)
 
@@ -144,11 +188,33 @@ class ObservationEncoder(nn.Module):
         parts = [normalized[i] for i in self.vector_index]
         for index, encoder in zip(self.visual_index, self.visual_encoders, strict=True):
             parts.append(encoder(normalized[index]))
+        if self.attention is not None:
+            parts.append(self._attend(parts, [normalized[i] for i in self.entity_index]))
         features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
         if not self.goal_index:
             return features, None
         goals = [normalized[i] for i in self.goal_index]
         return features, goals[0] if len(goals) == 1 else torch.cat(goals, dim=1)
+
+    def _attend(self, fixed: list[torch.Tensor], entries: list[torch.Tensor]) -> torch.Tensor:
+        """The attention's pooled output ``(n, ATTENTION_EMBEDDING_SIZE)`` over every entity of
+        the variable-length ``entries`` (each ``(n, max_entities, entity_size)``), each entity
+        seen with the encoded fixed features."""
+        assert self.attention is not None
+        with torch.no_grad():
+            absent = torch.cat(
+                [(e.square().sum(dim=2) < ABSENT_ENTITY_NORM).to(e.dtype) for e in entries], dim=1
+            )
+        own = None
+        if self.self_encoder is not None:
+            own = self.self_encoder(fixed[0] if len(fixed) == 1 else torch.cat(fixed, dim=1))
+        embedded = []
+        for embedding, entities in zip(self.entity_embeddings, entries, strict=True):
+            if own is not None:
+                expanded = own.unsqueeze(1).expand(-1, entities.shape[1], -1)
+                entities = torch.cat([expanded, entities], dim=2)
+            embedded.append(embedding(entities))
+        return self.attention(torch.cat(embedded, dim=1), absent)
 
 
 def _layer_norm(x: torch.Tensor) -> torch.Tensor:
