@@ -211,6 +211,12 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         num_agents=2,
         steps=100,
     ),
+    "Stress-variable-length": Scenario(  # a BufferSensor ([VARIABLE_SIZE, NONE]), 0 to 5 rows
+        "Stress",
+        options={"entities": "5x3", "discrete": "3", "continuous": "0", "episode_length": "17"},
+        num_agents=3,
+        steps=60,
+    ),
     "Stress-float-visual-period3": Scenario(
         "Stress",
         options={

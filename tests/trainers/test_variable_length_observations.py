@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 import onnxruntime
 import pytest
 import torch
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+from trainer_test_support import RunTrain, ppo_behavior
 
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.common.checkpoints.onnx_export import export_policy
 from trainers.common.networks.attention import EntityEmbedding
 from trainers.common.networks.models import (
@@ -29,6 +33,7 @@ from trainers.common.networks.models import (
 )
 from trainers.common.spaces import ActionLayout, ObservationLayout, UnsupportedSpaceError
 from trainers.settings import NetworkSettings
+from unity_gym.pettingzoo import parallel_env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -152,3 +157,73 @@ def test_the_onnx_model_takes_the_entities_and_matches_torch(tmp_path: Path) -> 
         )
     expected = torch.cat([b.argmax(1, keepdim=True) for b in logits.split([3, 3, 3], 1)], 1)
     np.testing.assert_array_equal(outputs["deterministic_discrete_actions"], expected.numpy())
+
+
+# ---- over a real player: the Stress scene's BufferSensor (``entities=MxS``) ----
+
+STRESS_OPTIONS = {"entities": "4x3", "continuous": "0", "discrete": "3"}
+
+
+def test_the_fronts_name_the_variable_length_sensor_and_pass_its_rows() -> None:
+    env = gymnasium.make_vec(
+        "unity_gym:Unity-v0",
+        num_envs=None,  # type: ignore[arg-type]
+        num_processes=1,
+        scene="Stress",
+        scene_options=STRESS_OPTIONS,
+        num_areas=2,
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
+    try:
+        assert env.metadata["variable_length_keys"] == ("StressBuffer",)
+        space = env.single_observation_space
+        assert isinstance(space, spaces.Dict) and space["StressBuffer"].shape == (4, 3)
+        obs, _ = env.reset(seed=1)
+        seen = set()
+        for _ in range(6):  # agent step count s (vector column 0): the first s % 5 rows are present
+            obs, *_ = env.step(np.zeros((env.num_envs,), np.int64))
+            rows = obs["StressBuffer"]
+            present = int(obs["VectorSensor_size8"][0, 0]) % 5
+            seen.add(present)
+            assert np.all(rows[:, present:] == 0.0)
+            assert np.all(rows[:, :present, 0] >= 1.0)
+            np.testing.assert_allclose(rows[0, :present, 1] - rows[0, :present, 0], 0.1, atol=1e-5)
+        assert seen == {0, 1, 2, 3, 4}  # none to all four entities
+        layout = ObservationLayout.from_space(space, (), env.metadata["variable_length_keys"])
+        assert [entry.kind for entry in layout.entries] == ["entities", "vector"]
+    finally:
+        env.close()
+    pettingzoo = parallel_env(scene="Stress", scene_options=STRESS_OPTIONS)
+    try:
+        assert pettingzoo.metadata["variable_length_keys"] == {"Stress?team=0": ("StressBuffer",)}
+    finally:
+        pettingzoo.close()
+    flat = parallel_env(scene="Stress", scene_options=STRESS_OPTIONS, flatten_obs=True)
+    try:  # flattened, the rows are part of the vector: nothing is variable-length
+        assert flat.metadata["variable_length_keys"] == {"Stress?team=0": ()}
+    finally:
+        flat.close()
+
+
+def test_unity_train_trains_and_exports_a_policy_over_the_entities(run_train: RunTrain) -> None:
+    config = {"behaviors": {"Stress": ppo_behavior(max_steps=256, summary_freq=128)}}
+    options = [f"--option={key}={value}" for key, value in STRESS_OPTIONS.items()]
+    run = run_train(config, "--scene", "Stress", "--seed", "2", "--no-graphics",
+                    "--env-args", *options)  # fmt: skip
+    state = load_checkpoint(run / "Stress" / "checkpoint.pt")
+    assert state["step"] >= 256
+    session = onnxruntime.InferenceSession(str(run / "Stress.onnx"))
+    shapes = {i.name: i.shape for i in session.get_inputs()}
+    assert shapes["obs_0"][1:] == [4, 3]  # StressBuffer sorts before VectorSensor_size8
+    assert shapes["obs_1"][1:] == [8]
+    tiles = np.zeros((2, 4, 3), np.float32)
+    tiles[0, :2] = 1.0
+    feeds = {"obs_0": tiles, "obs_1": np.zeros((2, 8), np.float32)}
+    if "action_masks" in shapes:
+        feeds["action_masks"] = np.ones((2, 3), np.float32)
+    (actions,) = [
+        out
+        for out, meta in zip(session.run(None, feeds), session.get_outputs(), strict=True)
+        if meta.name == "deterministic_discrete_actions"
+    ]
+    assert actions.shape == (2, 1) and set(actions.ravel()) <= {0, 1, 2}

@@ -18,14 +18,18 @@ j >= 7 ``j + 0.001 * agent step count``
 ====== ===========================================================================
 
 (cut to ``obs_size``). With ``visual=png`` or ``visual=float`` a second sensor ``StressCamera`` of
-shape ``visual_shape`` (``CxHxW``) holds ``((7 s + 31 c + 3 h + w + step) % 256) / 255`` at
-channel ``c``, row ``h``, column ``w``. Every executed action adds its first component to the
-reward. ``teams=2`` makes two behaviors ``Stress?team=0/1`` (one agent each per area);
-``group_size=k`` puts consecutive agents of a behavior in groups of ``k``, each group earning a
-group reward of 1 per Academy step. Faults: ``crash_after=N`` exits with code 3 at Academy step
-``N``; ``hang_after=N`` stops answering at step ``N`` (the process exits when its parent dies);
-``crash_once=PATH`` exits with code 3 while the scene starts unless the file ``PATH`` exists, which
-it creates first (so of the games sharing ``PATH``, one crashes once at start-up).
+shape ``visual_shape`` (``CxHxW``) holds ``((7 s + 31 c + 3 h + w + step) % 256) / 255`` at channel
+``c``, row ``h``, column ``w``. With ``entities=MxS`` a variable-length sensor ``StressBuffer``
+(Unity's ``BufferSensor``: shape ``(M, S)``, dimension properties ``[VARIABLE_SIZE, NONE]``)
+follows: its first ``agent step count % (M + 1)`` rows are present, row ``e`` holding ``1 + e + 0.1
+j + 0.01 s`` at column ``j``; the other rows are zeros (absent entities), so an agent sees 0 to
+``M`` entities. Every executed action adds its first component to the reward. ``teams=2`` makes two
+behaviors ``Stress?team=0/1`` (one agent each per area); ``group_size=k`` puts consecutive agents of
+a behavior in groups of ``k``, each group earning a group reward of 1 per Academy step. Faults:
+``crash_after=N`` exits with code 3 at Academy step ``N``; ``hang_after=N`` stops answering at step
+``N`` (the process exits when its parent dies); ``crash_once=PATH`` exits with code 3 while the
+scene starts unless the file ``PATH`` exists, which it creates first (so of the games sharing
+``PATH``, one crashes once at start-up).
 """
 
 from __future__ import annotations
@@ -40,7 +44,14 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
-from ..specs import ActionSpec, BehaviorSpec, Compression, DecisionSettings, SensorSpec
+from ..specs import (
+    ActionSpec,
+    BehaviorSpec,
+    Compression,
+    DecisionSettings,
+    DimensionProperty,
+    SensorSpec,
+)
 from .base import Scene, SceneOption
 from .registry import register_scene
 
@@ -60,6 +71,18 @@ def _parse_shape(text: str) -> tuple[int, int, int]:
     if min(c, h, w) <= 0:
         raise PlayerError(f"visual_shape {text!r}: dimensions must be positive")
     return c, h, w
+
+
+def _parse_entities(text: str) -> tuple[int, int] | None:
+    if not text.strip():
+        return None
+    try:
+        count, size = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise PlayerError(f"entities {text!r}: expected MxS, e.g. 4x3") from None
+    if min(count, size) <= 0:
+        raise PlayerError(f"entities {text!r}: both sizes must be positive")
+    return count, size
 
 
 def _parse_branches(text: str) -> tuple[int, ...]:
@@ -85,6 +108,7 @@ class StressScene(Scene):
         SceneOption("obs_size", int, 8, "vector observation size"),
         SceneOption("visual", str, "none", "visual observation: none, png or float"),
         SceneOption("visual_shape", str, "3x16x16", "visual observation shape CxHxW"),
+        SceneOption("entities", str, "", "variable-length sensor MxS (max entities x size)"),
         SceneOption("stack", int, 1, "observations stacked per sensor"),
         SceneOption("continuous", int, 2, "continuous action size"),
         SceneOption("discrete", str, "", "discrete branch sizes, e.g. 3,2"),
@@ -118,6 +142,18 @@ class StressScene(Scene):
             compression = Compression.PNG if visual == "png" else Compression.NONE
             shape = _parse_shape(str(opts["visual_shape"]))
             sensors.append(SensorSpec("StressCamera", shape, compression, stack_size=stack))
+        entities = _parse_entities(str(opts["entities"]))
+        if entities is not None:
+            sensors.append(
+                SensorSpec(
+                    "StressBuffer",
+                    entities,
+                    dimension_properties=(
+                        int(DimensionProperty.VARIABLE_SIZE),
+                        int(DimensionProperty.NONE),
+                    ),
+                )
+            )
         branches = _parse_branches(str(opts["discrete"]))
         continuous = int(opts["continuous"])
         if continuous == 0 and not branches:
@@ -160,6 +196,7 @@ class StressScene(Scene):
         self.hang_after = int(opts["hang_after"])
         visual = str(opts["visual"]).lower()
         self.visual_shape = _parse_shape(str(opts["visual_shape"])) if visual != "none" else None
+        self.entities = _parse_entities(str(opts["entities"]))
         self._timing_rng = np.random.default_rng([context.seed, 0x5EED])
         n = context.area_count
         self.episodes: dict[str, np.ndarray] = {}
@@ -206,8 +243,16 @@ class StressScene(Scene):
         vector = np.empty((k, self.obs_size), dtype=np.float32)
         for j in range(self.obs_size):
             vector[:, j] = columns[j] if j < len(columns) else j + 0.001 * steps
-        if self.visual_shape is None:
-            return [vector]
+        observations = [vector]
+        if self.visual_shape is not None:
+            observations.append(self._picture(batch, slots))
+        if self.entities is not None:
+            observations.append(self._entities(batch, slots, *self.entities))
+        return observations
+
+    def _picture(self, batch: AgentBatch, slots: np.ndarray) -> np.ndarray:
+        """The synthetic camera picture (module documentation)."""
+        assert self.visual_shape is not None
         c, h, w = self.visual_shape
         grid = (
             7 * slots[:, None, None, None]
@@ -216,7 +261,20 @@ class StressScene(Scene):
             + np.arange(w)[None, None, None, :]
             + batch.step_count[slots][:, None, None, None]
         )
-        return [vector, (grid % 256).astype(np.float32) / 255.0]
+        return (grid % 256).astype(np.float32) / 255.0
+
+    @staticmethod
+    def _entities(batch: AgentBatch, slots: np.ndarray, max_entities: int, size: int) -> np.ndarray:
+        """The variable-length sensor's rows (module documentation)."""
+        rows = np.arange(max_entities)
+        values = (
+            1.0
+            + rows[None, :, None]
+            + 0.1 * np.arange(size)[None, None, :]
+            + 0.01 * slots[:, None, None]
+        )
+        present = rows[None, :] < (batch.step_count[slots] % (max_entities + 1))[:, None]
+        return np.where(present[:, :, None], values, 0.0).astype(np.float32)
 
     def write_action_mask(self, batch: AgentBatch, slots: np.ndarray) -> np.ndarray:
         """Disable action ``step % size`` in each branch of size > 1."""
