@@ -62,7 +62,8 @@ def test_num_agents_and_options_shape_the_scene() -> None:
     [
         (
             ["--scene", "Nope"],
-            "unknown scene 'Nope'; available scenes: 3DBall, 3DBallHard, Basic, DungeonEscape, GridWorld",
+            "unknown scene 'Nope'; available scenes: "
+            "3DBall, 3DBallHard, Basic, DungeonEscape, GridWorld",
         ),
         (["--scene", "Stress", "--option", "bogus=1"], "scene Stress has no option 'bogus'"),
         (["--scene", "Stress", "--option", "obs_size"], "expected name=value"),
@@ -81,7 +82,8 @@ def test_configuration_errors_explain_the_fix(args: list[str], message: str) -> 
 def test_missing_scene_lists_the_scenes() -> None:
     result = _player("--max-steps", "1")
     assert result.returncode == 2
-    assert "--scene is required; scenes: 3DBall, 3DBallHard, Basic, DungeonEscape, GridWorld" in result.stderr
+    scenes = "3DBall, 3DBallHard, Basic, DungeonEscape, GridWorld"
+    assert f"--scene is required; scenes: {scenes}" in result.stderr
 
 
 def test_built_executable_runs_from_any_directory(tmp_path: Path) -> None:
