@@ -165,6 +165,13 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         num_agents=24,
         exercises=frozenset({"removals"}),
     ),
+    "Sorter": Scenario(  # a BufferSensor of tiles; episodes end (interrupted) within the run
+        "Sorter",
+        options={"max_step": "40"},
+        num_agents=4,
+        float_parameters=(("num_tiles", 6.0),),
+        late_float_parameters=(("num_tiles", 3.0),),
+    ),
     "WallJump": Scenario(
         "WallJump",
         num_agents=8,
