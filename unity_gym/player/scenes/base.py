@@ -48,7 +48,7 @@ from ..specs import BehaviorSpec
 if TYPE_CHECKING:
     from ..academy import AgentBatch, SceneContext
 
-__all__ = ["Scene", "SceneOption"]
+__all__ = ["MaxStepOption", "Scene", "SceneOption"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -231,3 +231,34 @@ class Scene(ABC):
 
     def after_academy_step(self) -> None:  # noqa: B027
         """Physics and scripts running after the Academy step (e.g. moving a ball)."""
+
+
+class MaxStepOption:
+    """Mixin for scenes whose agents' ``MaxStep`` is the scene option ``max_step`` (a player
+    addition: tests shorten episodes with it; Unity's scripts also scale their step penalty,
+    ``-1 / MaxStep``, by it).
+
+    Give the class :meth:`option` in its ``option_specs`` and read :attr:`max_step`.
+    """
+
+    name: ClassVar[str]
+    options: dict[str, Any]
+
+    @staticmethod
+    def option(default: int) -> SceneOption:
+        """The ``max_step`` option with Unity's value ``default``."""
+        return SceneOption(
+            "max_step", int, default, "the agent's MaxStep; the step penalty is -1/max_step"
+        )
+
+    @property
+    def max_step(self) -> int:
+        """The episode limit in agent steps.
+
+        Raises:
+            PlayerError: if the option is below 1.
+        """
+        value = int(self.options["max_step"])
+        if value < 1:
+            raise PlayerError(f"scene {self.name}: option max_step={value} must be at least 1")
+        return value

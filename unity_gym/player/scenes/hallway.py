@@ -52,7 +52,7 @@ from ..academy import AgentBatch, SceneContext
 from ..raycast import RayPerceptionSpec, RayTargets
 from ..side_channels import StatAggregation
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
-from .base import Scene, SceneOption
+from .base import MaxStepOption, Scene
 from .pushblock import disc_box_contact
 from .registry import register_scene
 
@@ -119,7 +119,7 @@ def _unit(angles: np.ndarray) -> np.ndarray:
 
 
 @register_scene
-class HallwayScene(Scene):
+class HallwayScene(MaxStepOption, Scene):
     """See a symbol, remember it, touch the matching goal; rays 105 + vector 3, discrete 5."""
 
     name = "Hallway"
@@ -128,14 +128,7 @@ class HallwayScene(Scene):
     )
     default_area_count = 16
     fixed_delta_time = FIXED_DELTA_TIME
-    option_specs = (
-        SceneOption("max_step", int, MAX_STEP, "episode limit in agent steps (Unity's MaxStep)"),
-    )
-
-    @property
-    def max_step(self) -> int:
-        """The episode limit (option ``max_step``); also scales the step penalty and sensor."""
-        return max(int(self.options["max_step"]), 1)
+    option_specs = (MaxStepOption.option(MAX_STEP),)
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
         """``Hallway?team=0``: ray and step sensors stacked 3x, discrete (5), period 6, max step

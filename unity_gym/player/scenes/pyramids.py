@@ -67,10 +67,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
-from ..errors import PlayerError
 from ..raycast import RayPerceptionSpec, RayTargets
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
-from .base import Scene, SceneOption
+from .base import MaxStepOption, Scene
 from .registry import register_scene
 
 __all__ = ["PyramidsScene"]
@@ -252,18 +251,14 @@ def _disc_box(
 
 
 @register_scene
-class PyramidsScene(Scene):
+class PyramidsScene(MaxStepOption, Scene):
     """Press the switch, topple the pyramid, touch the gold brick; 3 ray sensors + 4 floats."""
 
     name = "Pyramids"
     summary = "switch, pyramid and gold brick (3 ray sensors 56 + vector 4, discrete 5, 16 agents)"
     default_area_count = 16
     fixed_delta_time = 0.02
-    option_specs = (
-        SceneOption(
-            "max_step", int, MAX_STEP, "the agent's MaxStep; the step penalty is -1/max_step"
-        ),
-    )
+    option_specs = (MaxStepOption.option(MAX_STEP),)
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
         """``Pyramids?team=0``: three ray sensors and a vector of 4, discrete (5), period 5.
@@ -271,12 +266,7 @@ class PyramidsScene(Scene):
         Raises:
             PlayerError: if the ``max_step`` option is below 1.
         """
-        max_step = int(self.options["max_step"])
-        if max_step < 1:
-            raise PlayerError(
-                f"scene {self.name}: option max_step={max_step} must be at least 1 "
-                f"(Unity's Pyramids uses {MAX_STEP})"
-            )
+        max_step = self.max_step
         sensors = [SensorSpec(name, (spec.observation_size,)) for name, spec in RAY_SENSORS.items()]
         sensors.append(SensorSpec("VectorSensor_size4", (4,)))
         return [
@@ -387,7 +377,7 @@ class PyramidsScene(Scene):
         self.heading[slots] += np.radians(TURN_DEGREES_PER_STEP) * turn
         push = np.where(action == 1, 1.0, np.where(action == 2, -1.0, 0.0))
         self.agent_velocity[slots] += _unit(self.heading[slots]) * (VELOCITY_CHANGE * push)[:, None]
-        batch.add_reward(slots, -1.0 / self.options["max_step"])
+        batch.add_reward(slots, -1.0 / self.max_step)
 
     def after_academy_step(self) -> None:
         """Damp, slow and move the agents in collision sub-steps; press, topple and score."""

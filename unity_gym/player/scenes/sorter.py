@@ -48,7 +48,7 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, DimensionProperty, SensorSpec
-from .base import Scene, SceneOption
+from .base import MaxStepOption, Scene
 from .pushblock import GRAVITY, slide
 from .registry import register_scene
 
@@ -95,7 +95,7 @@ def _right(yaw_degrees: np.ndarray) -> np.ndarray:
 
 
 @register_scene
-class SorterScene(Scene):
+class SorterScene(MaxStepOption, Scene):
     """Touch the shown tiles in increasing order; a buffer sensor of tiles, discrete 3x3x3."""
 
     name = "Sorter"
@@ -105,14 +105,7 @@ class SorterScene(Scene):
     )
     default_area_count = 8
     fixed_delta_time = FIXED_DELTA_TIME
-    option_specs = (
-        SceneOption("max_step", int, MAX_STEP, "episode limit in agent steps (Unity's MaxStep)"),
-    )
-
-    @property
-    def max_step(self) -> int:
-        """The episode limit (option ``max_step``); the step penalty is ``-1 / max_step``."""
-        return max(int(self.options["max_step"]), 1)
+    option_specs = (MaxStepOption.option(MAX_STEP),)
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
         """``Sorter?team=0``: buffer (20, 23), rigid body (10), vector 4 stacked 2x; discrete
