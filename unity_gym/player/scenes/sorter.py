@@ -49,7 +49,7 @@ import numpy as np
 from ..academy import AgentBatch, SceneContext
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, DimensionProperty, SensorSpec
 from .base import MaxStepOption, Scene
-from .pushblock import GRAVITY, slide
+from .pushblock import GRAVITY, slide, substep_count
 from .registry import register_scene
 
 __all__ = ["SorterScene", "tile_centres"]
@@ -71,7 +71,6 @@ GRAVITY_MULTIPLIER = 2.5
 TURN_DEGREES_PER_STEP = 4.0
 FIXED_DELTA_TIME = 0.02
 START_YAW = 180.0
-MAX_SUBSTEP = 0.25
 CONTACT_SLACK = 0.02
 """How close (units) the agent's disc must come to a tile's box to count as touching it."""
 
@@ -196,7 +195,8 @@ class SorterScene(MaxStepOption, Scene):
         continuous: np.ndarray,
         discrete: np.ndarray,
     ) -> None:
-        """Turn, then push along the chosen direction; every executed action costs 1/5000."""
+        """Turn, then push along the chosen direction; every executed action costs
+        ``1 / max_step``."""
         move, side, turn = (np.clip(discrete[:, i], 0, 2) for i in range(3))
         self.yaw[slots] += TURN_DEGREES_PER_STEP * np.select([turn == 1, turn == 2], [-1.0, 1.0])
         forward = _forward(self.yaw[slots])
@@ -214,8 +214,7 @@ class SorterScene(MaxStepOption, Scene):
         loss = FRICTION * GRAVITY * GRAVITY_MULTIPLIER * dt
         velocity = slide(self.velocity, AGENT_DRAG * dt, loss)
         position = self.position.copy()
-        speed = float(np.max(np.linalg.norm(velocity, axis=1), initial=0.0))
-        substeps = int(min(max(np.ceil(speed * dt / MAX_SUBSTEP), 1), 16))
+        substeps = substep_count(velocity, np.zeros((0, 2)), dt)  # the tiles stand still
         shown = self.numbers > 0
         centres = tile_centres(self.slots)
         for _ in range(substeps):
@@ -292,8 +291,9 @@ class SorterScene(MaxStepOption, Scene):
 
 
 def _tile_gaps(position: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distances ``(n, 20)`` from each agent centre to each tile box (0 inside) and the unit
-    normals ``(n, 20, 2)`` from the box towards the agent (inwards for a centre inside)."""
+    """Distances ``(n, 20)`` from each agent centre to each tile box (minus the depth to the
+    box's inner face for a centre inside it) and the unit normals ``(n, 20, 2)`` from the box
+    towards the agent (towards the area's centre for a centre inside)."""
     radial = centres / TILE_RADIUS  # (n, 20, 2)
     tangent = np.stack([radial[..., 1], -radial[..., 0]], axis=-1)
     offset = position[:, None, :] - centres
