@@ -1,7 +1,8 @@
 """A small software renderer (numpy only): ray-cast pictures of boxes and spheres.
 
 It stands in for Unity's cameras where a scene needs pixels: the camera observations of
-``Visual3DBall`` and a picture of a scene for people (``Ball3DScene.render``). What it draws:
+``Visual3DBall`` and pictures of the scenes for people (:meth:`Scene.draw
+<unity_gym.player.scenes.base.Scene.draw>`, the frames of ``--record-video``). The ray caster draws:
 
 * one **oriented box** per picture (e.g. a tilting platform) and one **sphere** (e.g. a ball),
   both in the camera's world frame (Unity's: x right, y up, z forward, left-handed);
@@ -15,6 +16,11 @@ Pictures are ``uint8`` arrays shaped ``(N, H, W, 3)`` (RGB, row 0 at the top), c
 ``N`` pictures at once. :func:`to_chw_floats` turns them into the ``(N, 3, H, W)`` floats in
 [0, 1] that a camera sensor reports (pixel / 255, so PNG compression is lossless), and
 :func:`save_png` writes one picture to a file.
+
+For flat pictures (a top-down or side view of a 2-D scene) :class:`Canvas` maps a rectangle of
+the world onto the pixels (the same scale on both axes, +y up) and fills rectangles (turned or
+not), discs, polygons, segments, agents (a disc with a nose towards its heading) and text, with
+Pillow; :func:`fit_picture` scales a picture (e.g. a camera observation) into a frame.
 """
 
 from __future__ import annotations
@@ -24,16 +30,49 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from numpy.typing import ArrayLike
+from PIL import Image, ImageDraw, ImageFont
 
 __all__ = [
+    "BACKGROUND",
+    "BLUE",
+    "FLOOR",
+    "GOLD",
+    "GREEN",
+    "GREY",
+    "ORANGE",
+    "PURPLE",
+    "RED",
+    "WALL",
+    "WHITE",
     "Camera",
+    "Canvas",
+    "Colour",
     "Material",
+    "fit_picture",
+    "font",
+    "mix",
     "render_box_and_sphere",
     "rotation_zx",
     "save_png",
     "to_chw_floats",
 ]
+
+#: An RGB colour, each component in [0, 1] (as :class:`Material`'s).
+Colour = tuple[float, float, float]
+
+#: Colours the scenes' pictures share (``Scene.draw``).
+BACKGROUND: Colour = (0.12, 0.12, 0.14)
+FLOOR: Colour = (0.27, 0.29, 0.31)
+WALL: Colour = (0.75, 0.76, 0.78)
+BLUE: Colour = (0.24, 0.63, 1.0)
+PURPLE: Colour = (0.72, 0.4, 0.95)
+RED: Colour = (0.93, 0.36, 0.29)
+GREEN: Colour = (0.4, 0.85, 0.45)
+ORANGE: Colour = (1.0, 0.62, 0.2)
+GOLD: Colour = (1.0, 0.84, 0.2)
+GREY: Colour = (0.55, 0.55, 0.58)
+WHITE: Colour = (1.0, 1.0, 1.0)
 
 _LIGHT = np.array([-0.3, 0.9, -0.35])
 _LIGHT /= np.linalg.norm(_LIGHT)
@@ -207,3 +246,202 @@ def save_png(path: str | Path, picture: np.ndarray) -> Path:
     target = Path(path)
     Image.fromarray(np.ascontiguousarray(picture), "RGB").save(target, format="PNG")
     return target
+
+
+# ---- flat pictures ---------------------------------------------------------------------------
+
+
+def mix(first: Colour, second: Colour, share: float) -> Colour:
+    """``first`` moved towards ``second`` by ``share`` (0: ``first``, 1: ``second``)."""
+    t = min(max(float(share), 0.0), 1.0)
+    red, green, blue = (a + (b - a) * t for a, b in zip(first, second, strict=True))
+    return red, green, blue
+
+
+def _rgb(colour: Colour) -> tuple[int, int, int]:
+    """``colour`` as 0..255 integers."""
+    red, green, blue = (round(255.0 * min(max(float(c), 0.0), 1.0)) for c in colour)
+    return red, green, blue
+
+
+@functools.lru_cache(maxsize=16)
+def font(size: int = 12) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    """Pillow's built-in font at ``size`` pixels (its bitmap font where FreeType is missing)."""
+    try:
+        return ImageFont.load_default(size=size)
+    except (ImportError, OSError, TypeError):  # Pillow built without FreeType
+        return ImageFont.load_default()
+
+
+class Canvas:
+    """A flat picture of the world rectangle ``bounds``, fitted and centred into the pixels.
+
+    World coordinates keep their proportions (one scale for x and y) and +y points up the picture,
+    so a scene's plane (x right, Unity's z up) is seen from above, and a side view (x right, height
+    up) from the side. Drawing outside the picture is clipped. Angles are radians counter-clockwise
+    from +x. Sizes given in world units are drawn at least ``min_pixels`` wide where a method has
+    that argument, so that small things stay visible in a large world.
+
+    Args:
+        width: picture width in pixels.
+        height: picture height in pixels.
+        bounds: ``(x_min, y_min, x_max, y_max)`` of the world shown.
+        background: colour of the picture before anything is drawn.
+        margin: pixels left free at each side.
+
+    Raises:
+        ValueError: on a non-positive picture size or an empty world rectangle.
+    """
+
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        bounds: tuple[float, float, float, float],
+        background: Colour = BACKGROUND,
+        margin: int = 4,
+    ) -> None:
+        x_min, y_min, x_max, y_max = (float(b) for b in bounds)
+        if width <= 0 or height <= 0:
+            raise ValueError(f"picture size {width}x{height} must be positive")
+        if not (x_max > x_min and y_max > y_min):
+            raise ValueError(f"world bounds {bounds} are empty")
+        self.width = int(width)
+        self.height = int(height)
+        room_x = max(self.width - 2 * margin, 1)
+        room_y = max(self.height - 2 * margin, 1)
+        #: Pixels per world unit.
+        self.scale = min(room_x / (x_max - x_min), room_y / (y_max - y_min))
+        self._centre_world = np.array([(x_min + x_max) / 2.0, (y_min + y_max) / 2.0])
+        self._centre_pixels = np.array([self.width / 2.0, self.height / 2.0])
+        self._image = Image.new("RGB", (self.width, self.height), _rgb(background))
+        self._draw = ImageDraw.Draw(self._image)
+
+    def to_pixels(self, points: ArrayLike) -> np.ndarray:
+        """World points ``(..., 2)`` as pixel coordinates ``(..., 2)`` (column, row)."""
+        offset = (np.asarray(points, dtype=np.float64) - self._centre_world) * self.scale
+        offset[..., 1] *= -1.0
+        return np.asarray(offset + self._centre_pixels)
+
+    def pixels(self, length: float) -> float:
+        """A world length in pixels."""
+        return float(length) * self.scale
+
+    def polygon(
+        self, points: ArrayLike, fill: Colour | None, *, outline: Colour | None = None
+    ) -> None:
+        """Fill the polygon of world ``points`` ``(k, 2)`` (``fill`` None: outline only)."""
+        corners = [(float(x), float(y)) for x, y in self.to_pixels(points)]
+        self._draw.polygon(
+            corners,
+            fill=None if fill is None else _rgb(fill),
+            outline=None if outline is None else _rgb(outline),
+        )
+
+    def rectangle(
+        self,
+        centre: ArrayLike,
+        half_extents: ArrayLike,
+        fill: Colour | None,
+        *,
+        angle: float = 0.0,
+        outline: Colour | None = None,
+        min_pixels: float = 1.0,
+    ) -> None:
+        """A rectangle of half sizes ``half_extents`` (x, y) around ``centre``, turned by
+        ``angle``; each side at least ``min_pixels`` long."""
+        least = 0.5 * min_pixels / self.scale
+        half = np.maximum(np.asarray(half_extents, dtype=np.float64), least)
+        local = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]]) * half
+        cos, sin = np.cos(angle), np.sin(angle)
+        turned = local @ np.array([[cos, sin], [-sin, cos]])
+        self.polygon(turned + np.asarray(centre, dtype=np.float64), fill, outline=outline)
+
+    def circle(
+        self,
+        centre: ArrayLike,
+        radius: float,
+        fill: Colour | None,
+        *,
+        outline: Colour | None = None,
+        min_pixels: float = 2.0,
+    ) -> None:
+        """A disc of world ``radius`` around ``centre``, at least ``min_pixels`` in diameter."""
+        column, row = self.to_pixels(centre)
+        r = max(self.pixels(radius), 0.5 * min_pixels)
+        self._draw.ellipse(
+            (column - r, row - r, column + r, row + r),
+            fill=None if fill is None else _rgb(fill),
+            outline=None if outline is None else _rgb(outline),
+        )
+
+    def segments(self, rows: ArrayLike, colour: Colour, *, width: float = 2.0) -> None:
+        """Line segments ``[x0, y0, x1, y1]`` (one per row), ``width`` pixels wide."""
+        ends = self.to_pixels(np.asarray(rows, dtype=np.float64).reshape(-1, 2, 2))
+        for (x0, y0), (x1, y1) in ends:
+            self._draw.line(
+                (float(x0), float(y0), float(x1), float(y1)),
+                fill=_rgb(colour),
+                width=max(1, round(width)),
+            )
+
+    def agent(
+        self,
+        centre: ArrayLike,
+        radius: float,
+        heading: float,
+        fill: Colour,
+        *,
+        nose: Colour = (1.0, 1.0, 1.0),
+        min_pixels: float = 7.0,
+    ) -> None:
+        """An agent: a disc with a line from its centre towards ``heading``."""
+        self.circle(centre, radius, fill, min_pixels=min_pixels)
+        reach = max(radius, 0.5 * min_pixels / self.scale)
+        tip = np.asarray(centre, dtype=np.float64) + reach * np.array(
+            [np.cos(heading), np.sin(heading)]
+        )
+        width = max(1.0, 0.25 * max(self.pixels(radius), 0.5 * min_pixels))
+        self.segments(
+            np.concatenate([np.asarray(centre, dtype=np.float64), tip]), nose, width=width
+        )
+
+    def text(
+        self,
+        position: ArrayLike,
+        text: str,
+        colour: Colour = (1.0, 1.0, 1.0),
+        *,
+        size: int = 12,
+    ) -> None:
+        """``text`` centred on the world ``position``."""
+        column, row = self.to_pixels(position)
+        self._draw.text(
+            (float(column), float(row)), text, fill=_rgb(colour), font=font(size), anchor="mm"
+        )
+
+    def picture(self) -> np.ndarray:
+        """The picture so far: ``(H, W, 3)`` uint8 RGB, row 0 at the top (a copy)."""
+        return np.array(self._image, dtype=np.uint8)
+
+
+def fit_picture(
+    picture: np.ndarray, width: int, height: int, background: Colour = (0.0, 0.0, 0.0)
+) -> np.ndarray:
+    """``picture`` ``(h, w, 3)`` uint8 scaled (nearest pixel, proportions kept) and centred into
+    a ``(height, width, 3)`` picture filled with ``background``.
+
+    Raises:
+        ValueError: if ``picture`` is not an ``(h, w, 3)`` uint8 array.
+    """
+    if picture.ndim != 3 or picture.shape[2] != 3 or picture.dtype != np.uint8:
+        raise ValueError(f"expected an (h, w, 3) uint8 picture, got {picture.dtype}{picture.shape}")
+    rows, columns = picture.shape[:2]
+    scale = min(width / columns, height / rows)
+    size = (max(1, int(columns * scale)), max(1, int(rows * scale)))
+    scaled = Image.fromarray(np.ascontiguousarray(picture), "RGB").resize(
+        size, Image.Resampling.NEAREST
+    )
+    frame = Image.new("RGB", (width, height), _rgb(background))
+    frame.paste(scaled, ((width - size[0]) // 2, (height - size[1]) // 2))
+    return np.array(frame, dtype=np.uint8)

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
-from ..render import Camera, Material, render_box_and_sphere, rotation_zx
+from ..render import BACKGROUND, Camera, Material, render_box_and_sphere, rotation_zx
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import Scene
 from .registry import register_scene
@@ -51,6 +51,8 @@ _ALIVE_REWARD = np.float32(0.1)
 AGENT_CAMERA = Camera(
     position=(0.0, 7.0, -8.0), pitch_degrees=30.0, fov_degrees=60.0, width=84, height=84
 )
+#: Colours of :meth:`Ball3DScene.draw`: the camera's, on the pictures' grey.
+_VIEW = Material(background=BACKGROUND)
 
 
 @register_scene
@@ -221,6 +223,17 @@ class Ball3DScene(Scene):
             0.5 * self.scale[areas],
             material,
         )
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The area through the agent camera's pose (:meth:`render`) at ``size``, on grey."""
+        camera = Camera(
+            position=AGENT_CAMERA.position,
+            pitch_degrees=AGENT_CAMERA.pitch_degrees,
+            fov_degrees=AGENT_CAMERA.fov_degrees,
+            width=size[0],
+            height=size[1],
+        )
+        return self.render(np.array([area]), camera, _VIEW)[0]
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

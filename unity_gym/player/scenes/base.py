@@ -31,6 +31,14 @@ Call order (spec §9.2), once per Academy step (one FixedUpdate):
 Ending an episode collects a final observation (:meth:`Scene.collect_observations`) and
 immediately begins the next one (:meth:`Scene.on_episode_begin`). Scenes must draw randomness
 from ``self.ctx.rng`` only, so that a seed and an action sequence reproduce a run exactly.
+
+Pictures for people (``--record-video``): :meth:`Scene.draw` draws one training area as it is
+between two Academy steps, with :mod:`unity_gym.player.render` (a ``Canvas`` for a top-down or
+side view, or the ray caster). It only reads the scene's state: a run computes
+the same whether or not it is drawn, and nothing is drawn unless a video is recorded. The base
+class draws a chart of the area's agents (episode reward so far and steps), so every scene can be
+recorded; a scene overrides :meth:`Scene.draw` to show its world. Callers use
+:meth:`Scene.picture`, which checks the area, the size and the result.
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..errors import PlayerError
+from ..errors import PlayerError, SceneError
+from ..render import Canvas, Colour
 from ..specs import BehaviorSpec
 
 if TYPE_CHECKING:
@@ -53,6 +62,11 @@ __all__ = ["MaxStepOption", "Scene", "SceneOption"]
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 _KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "text"}
+_GAIN: Colour = (0.35, 0.8, 0.4)
+_LOSS: Colour = (0.9, 0.35, 0.3)
+_STEPS: Colour = (0.45, 0.6, 0.95)
+_AXIS: Colour = (0.6, 0.6, 0.6)
+_LABEL: Colour = (0.85, 0.85, 0.85)
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,11 @@ class Scene(ABC):
     option_specs: ClassVar[tuple[SceneOption, ...]] = ()
     #: Seconds of simulated time per Academy step (Unity's fixed timestep).
     fixed_delta_time: ClassVar[float] = 0.02
+    #: Default ``(width, height)`` of :meth:`draw`'s pictures, in pixels.
+    draw_size: ClassVar[tuple[int, int]] = (320, 240)
+    #: Academy steps between two video frames by default (2: real time at 25 frames per second
+    #: with the 0.02 s step; scenes whose agents move one cell per step show every step).
+    frame_steps: ClassVar[int] = 2
 
     def __init__(
         self, options: Mapping[str, object] | None = None, *, num_agents: int | None = None
@@ -231,6 +250,89 @@ class Scene(ABC):
 
     def after_academy_step(self) -> None:  # noqa: B027
         """Physics and scripts running after the Academy step (e.g. moving a ball)."""
+
+    # ---- pictures for people -----------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """A picture of training area ``area`` as it is now (the hook scenes override).
+
+        Contract: return ``(height, width, 3)`` uint8 RGB (row 0 at the top) for ``size`` =
+        ``(width, height)``; read the scene's state only: never change it, draw from
+        ``self.ctx.rng`` or call the batches' Agent API, so that a run computes the same whether
+        or not it is drawn. It is called between Academy steps (after the first), with
+        ``0 <= area < self.ctx.area_count``. Draw with :mod:`unity_gym.player.render`: a
+        :class:`~unity_gym.player.render.Canvas` (a top-down or side view) or the ray caster.
+
+        Default: a chart of the area's agents, one column each (behaviors in declaration
+        order): a bar of the reward of the episode so far (green up, red down; the scale is the
+        largest absolute value, at least 1) above a bar of its steps in the episode (against
+        the behavior's ``max_step``, else 1000).
+        """
+        width, height = size
+        columns = []
+        for spec in self.behaviors():
+            count = spec.agents_per_area
+            if count == 0:
+                continue
+            batch = self.ctx.batch(spec.full_name)
+            slots = np.arange(area * count, (area + 1) * count)
+            limit = spec.max_step or 1000
+            rewards = batch.cumulative_rewards[slots]
+            steps = np.minimum(batch.step_count[slots] / limit, 1.0)
+            columns += list(zip(rewards.tolist(), steps.tolist(), strict=True))
+        canvas = Canvas(width, height, (0.0, -1.6, max(len(columns), 1), 1.15))
+        scale = max(1.0, *(abs(reward) for reward, _ in columns)) if columns else 1.0
+        canvas.segments([0.0, 0.0, max(len(columns), 1), 0.0], _AXIS, width=1)
+        for index, (reward, steps) in enumerate(columns):
+            left = index + 0.15
+            value = reward / scale
+            colour = _GAIN if value >= 0 else _LOSS
+            canvas.polygon(
+                [(left, 0.0), (left + 0.7, 0.0), (left + 0.7, value), (left, value)], colour
+            )
+            canvas.rectangle((index + 0.5, -1.3), (0.35, 0.1), None, outline=_AXIS)
+            if steps > 0:
+                canvas.polygon(
+                    [
+                        (left, -1.4),
+                        (left + 0.7 * steps, -1.4),
+                        (left + 0.7 * steps, -1.2),
+                        (left, -1.2),
+                    ],
+                    _STEPS,
+                )
+        canvas.text((max(len(columns), 1) / 2.0, -0.8), f"{self.name}: reward, steps", _LABEL)
+        return canvas.picture()
+
+    def picture(self, area: int = 0, size: tuple[int, int] | None = None) -> np.ndarray:
+        """:meth:`draw` with its arguments and result checked: what callers use.
+
+        Args:
+            area: the training area to draw.
+            size: ``(width, height)`` in pixels; ``None``: :attr:`draw_size`.
+
+        Returns:
+            ``(height, width, 3)`` uint8 RGB.
+
+        Raises:
+            PlayerError: on an area that does not exist or a size below 16 x 16 pixels.
+            SceneError: if :meth:`draw` returns another shape or type.
+        """
+        count = self.ctx.area_count
+        if not 0 <= area < count:
+            raise PlayerError(
+                f"scene {self.name} has areas 0 to {count - 1}; there is no area {area}"
+            )
+        width, height = size if size is not None else self.draw_size
+        if width < 16 or height < 16:
+            raise PlayerError(f"picture size {width}x{height} is too small (16x16 at least)")
+        found = np.asarray(self.draw(area, (int(width), int(height))))
+        if found.shape != (height, width, 3) or found.dtype != np.uint8:
+            raise SceneError(
+                f"scene {self.name}: draw returned {found.dtype}{found.shape}, expected "
+                f"uint8({height}, {width}, 3)"
+            )
+        return found
 
 
 class MaxStepOption:

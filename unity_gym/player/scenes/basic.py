@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
+from ..render import BLUE, FLOOR, GREEN, WHITE, Canvas
 from ..specs import ActionSpec, BehaviorSpec, SensorSpec
 from .base import Scene
 from .registry import register_scene
@@ -38,6 +39,8 @@ class BasicScene(Scene):
     name = "Basic"
     summary = "walk to the small (+0.1) or large (+1) goal (discrete 3, obs one-hot 20, 1 agent)"
     default_area_count = 1
+    draw_size = (320, 96)
+    frame_steps = 1
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
         """``Basic?team=0``: obs ``Basic`` (20,), discrete (3), scripted decisions."""
@@ -95,6 +98,18 @@ class BasicScene(Scene):
                 batch.add_reward(reached, reward)
                 batch.end_episode(reached)
                 batch.respawn(reached)
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The line of 20 positions from the side: the two goals (small +0.1, large +1) and the
+        agent."""
+        canvas = Canvas(*size, (-0.5, -0.9, POSITIONS - 0.5, 1.1))
+        for cell in range(POSITIONS):
+            canvas.rectangle((cell, -0.55), (0.46, 0.08), FLOOR)
+        for goal, radius, label in ((SMALL_GOAL, 0.2, "+0.1"), (LARGE_GOAL, 0.42, "+1")):
+            canvas.circle((goal, 0.0), radius, GREEN)
+            canvas.text((goal, 0.85), label, WHITE)
+        canvas.rectangle((float(self.position[area]), 0.0), (0.4, 0.4), BLUE)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

@@ -60,6 +60,7 @@ import numpy as np
 from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
 from ..raycast import RayPerceptionSpec, RayTargets
+from ..render import BLUE, FLOOR, GOLD, PURPLE, RED, WALL, Canvas
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import SceneOption
 from .pushblock import (
@@ -129,6 +130,8 @@ _WALLS = np.array(
         [-ARENA_HALF, ARENA_HALF, -ARENA_HALF, -ARENA_HALF],
     ]
 )
+#: The door's colour in :meth:`DungeonEscapeScene.draw`.
+_DOOR = (0.55, 0.36, 0.2)
 #: Heuristic: where the agents that do not fight the dragon wait, below the door.
 _WAIT_SPOTS = np.array([[-3.0, 7.0], [3.0, 7.0], [0.0, 5.0]])
 _TURN_THRESHOLD = np.radians(15.0)
@@ -144,6 +147,7 @@ class DungeonEscapeScene(GroupedPushAgents):
         "mid-episode (rays 243+405, vector 1, discrete 7, 3/area)"
     )
     default_area_count = 8
+    draw_size = (256, 256)
     fixed_delta_time = 0.02
     option_specs = (
         SceneOption(
@@ -424,6 +428,27 @@ class DungeonEscapeScene(GroupedPushAgents):
             self._end_areas(escaped)
 
     # ---- heuristic ---------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The platform from above: the door (brown, top), the portal (purple), the dragon
+        (red), the key (gold) while on the floor, and the agents still in play (the key's holder
+        ringed in gold)."""
+        canvas = Canvas(*size, (-ARENA_HALF, -ARENA_HALF, ARENA_HALF, ARENA_HALF))
+        canvas.rectangle((0.0, 0.0), (ARENA_HALF, ARENA_HALF), FLOOR)
+        canvas.segments(_WALLS, WALL, width=2)
+        canvas.rectangle(DOOR_CENTRE, (DOOR_HALF, DOOR_HALF), _DOOR)
+        canvas.rectangle(PORTAL_CENTRE, (PORTAL_HALF, PORTAL_HALF), PURPLE)
+        if self.dragon_alive[area]:
+            canvas.circle(self.dragon_position[area], DRAGON_RADIUS, RED, min_pixels=6)
+        if self.key_on_floor[area]:
+            canvas.circle(self.key_position[area], KEY_RADIUS, GOLD, min_pixels=5)
+        playing = self.in_play()[area]
+        for agent in np.flatnonzero(playing):
+            position = self.agent_position[area, agent]
+            if self.has_key[area, agent]:
+                canvas.circle(position, 1.2 * AGENT_RADIUS, GOLD, min_pixels=11)
+            canvas.agent(position, AGENT_RADIUS, float(self.heading[area, agent]), BLUE)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

@@ -25,6 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
+from ..render import fit_picture
 from ..specs import ActionSpec, BehaviorSpec, Compression, ObservationType, SensorSpec
 from .base import Scene
 from .registry import register_scene
@@ -129,6 +130,8 @@ class GridWorldScene(Scene):
     summary = "reach the signalled goal on a grid (camera PNG 3x64x84 + goal signal, 9 agents)"
     default_area_count = 9
     fixed_delta_time = 0.02
+    draw_size = (336, 256)
+    frame_steps = 1
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
         """``GridWorld?team=0``: camera + goal signal, discrete (5) with masks, max step 100."""
@@ -194,6 +197,21 @@ class GridWorldScene(Scene):
         flat_agent = self.agent_xz[areas, 0] * grid + self.agent_xz[areas, 1]
         flat_goals = self.goal_xz[areas, :, 0] * grid + self.goal_xz[areas, :, 1]
         return _canvas(grid).render(flat_agent, flat_goals[:, GREEN_PLUS], flat_goals[:, RED_CROSS])
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The agent's camera picture, scaled to ``size``, framed in the colour of the goal the
+        goal signal names."""
+        grid = int(self.grid_size[area])
+        image = self._render(grid, np.array([area]))[0]
+        pixels = np.rint(np.transpose(image, (1, 2, 0)) * 255.0).astype(np.uint8)
+        width, height = size
+        border = max(2, min(width, height) // 40)
+        picture = fit_picture(pixels, width - 2 * border, height - 2 * border)
+        framed = np.empty((height, width, 3), dtype=np.uint8)
+        colour = _PLUS if self.goal[area] == GREEN_PLUS else _CROSS
+        framed[:] = np.rint(np.asarray(colour) * 255.0).astype(np.uint8)
+        framed[border : height - border, border : width - border] = picture
+        return framed
 
     def write_action_mask(self, batch: AgentBatch, slots: np.ndarray) -> np.ndarray:
         """Disable the moves that would leave the grid."""

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..raycast import RayPerceptionSpec, RayTargets
+from ..render import BLUE, FLOOR, ORANGE, PURPLE, WALL, WHITE, Canvas
 from ..side_channels import StatAggregation
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import MaxStepOption, Scene
@@ -127,6 +128,7 @@ class HallwayScene(MaxStepOption, Scene):
         "remember a symbol, go to its goal (rays 105 + vector 3 stacked, discrete 5, 16 agents)"
     )
     default_area_count = 16
+    draw_size = (160, 360)
     fixed_delta_time = FIXED_DELTA_TIME
     option_specs = (MaxStepOption.option(MAX_STEP),)
 
@@ -261,6 +263,21 @@ class HallwayScene(MaxStepOption, Scene):
         batch = self.ctx.batch("Hallway")
         batch.set_reward(ended, np.where(right, CORRECT_REWARD, WRONG_REWARD))
         batch.end_episode(ended)
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The hallway from above (the far end with the goals at the top): the O goal and the O
+        symbol in orange, the X ones in purple, the agent in blue."""
+        canvas = Canvas(*size, (-HALL_X, -HALL_Y, HALL_X, HALL_Y))
+        canvas.rectangle((0.0, 0.0), (HALL_X, HALL_Y), FLOOR, outline=WALL)
+        colours = (ORANGE, PURPLE)
+        for symbol, centre in enumerate(self.goal_centres(np.array([area]))[0]):
+            canvas.rectangle(centre, (GOAL_HALF, GOAL_HALF), colours[symbol])
+            canvas.text(centre, "OX"[symbol], WHITE, size=14)
+        symbol = int(self.symbol[area])
+        canvas.rectangle(self.symbol_position[area], SYMBOL_HALF, colours[symbol])
+        canvas.text(self.symbol_position[area] + (0.0, 1.6), "OX"[symbol], WHITE, size=12)
+        canvas.agent(self.position[area], AGENT_RADIUS, float(self.heading[area]), BLUE)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

@@ -45,6 +45,7 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..raycast import RayPerceptionSpec, RayTargets
+from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import Scene
 from .registry import register_scene
@@ -143,6 +144,7 @@ class PushBlockScene(Scene):
     name = "PushBlock"
     summary = "push a block into the goal (2 stacked ray sensors 105+105, discrete 7, 32 agents)"
     default_area_count = 32
+    draw_size = (256, 256)
     fixed_delta_time = 0.02
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
@@ -283,6 +285,16 @@ class PushBlockScene(Scene):
             batch.end_episode(scored)
 
     # ---- heuristic ---------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The arena from above: the goal strip (green, at the top), the block and the agent."""
+        canvas = Canvas(*size, (-ARENA_HALF, -ARENA_HALF, ARENA_HALF, ARENA_HALF))
+        canvas.rectangle((0.0, 0.0), (ARENA_HALF, ARENA_HALF), FLOOR, outline=WALL)
+        canvas.rectangle(_GOAL_CENTRE[0], _GOAL_HALF[0], GREEN)
+        half = float(self.block_half[area])
+        canvas.rectangle(self.block_position[area], (half, half), ORANGE)
+        canvas.agent(self.agent_position[area], AGENT_RADIUS, float(self.heading[area]), BLUE)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

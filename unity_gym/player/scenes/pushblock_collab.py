@@ -41,6 +41,7 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
+from ..render import BLUE, FLOOR, GOLD, GREEN, ORANGE, RED, WALL, Canvas
 from ..specs import ActionSpec, BehaviorSpec, Compression, DecisionSettings, SensorSpec
 from .base import Scene, SceneOption
 from .pushblock import (
@@ -148,6 +149,7 @@ class PushBlockCollabScene(GroupedPushAgents):
     name = "PushBlockCollab"
     summary = "cooperative push block, group rewards (grid sensor 6x20x20 PNG, discrete 7, 3/area)"
     default_area_count = 4
+    draw_size = (256, 256)
     fixed_delta_time = 0.02
     option_specs = (
         SceneOption(
@@ -349,6 +351,29 @@ class PushBlockCollabScene(GroupedPushAgents):
         self.block_velocity = np.where(self.active[:, :, None], block_velocity, 0.0)
 
     # ---- heuristic ---------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The arena from above: the goal strip (green, at the top), the blocks still in play
+        (small orange, large gold, very large red) and the three agents."""
+        canvas = Canvas(*size, (-ARENA_HALF, -ARENA_HALF, ARENA_HALF, ARENA_HALF))
+        canvas.rectangle((0.0, 0.0), (ARENA_HALF, ARENA_HALF), FLOOR, outline=WALL)
+        canvas.rectangle(
+            (0.0, (GOAL_LINE + ARENA_HALF) / 2.0),
+            (ARENA_HALF, (ARENA_HALF - GOAL_LINE) / 2.0),
+            GREEN,
+        )
+        for block in np.flatnonzero(self.active[area]):
+            half = float(BLOCK_HALF[block])
+            colour = (ORANGE, GOLD, RED)[int(BLOCK_PUSHERS[block]) - 1]
+            canvas.rectangle(self.block_position[area, block], (half, half), colour)
+        for agent in range(AGENTS_PER_AREA):
+            canvas.agent(
+                self.agent_position[area, agent],
+                AGENT_RADIUS,
+                float(self.heading[area, agent]),
+                BLUE,
+            )
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

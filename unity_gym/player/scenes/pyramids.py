@@ -68,6 +68,7 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..raycast import RayPerceptionSpec, RayTargets
+from ..render import BLUE, FLOOR, GOLD, GREEN, GREY, ORANGE, RED, WALL, Canvas
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import MaxStepOption, Scene
 from .registry import register_scene
@@ -257,6 +258,7 @@ class PyramidsScene(MaxStepOption, Scene):
     name = "Pyramids"
     summary = "switch, pyramid and gold brick (3 ray sensors 56 + vector 4, discrete 5, 16 agents)"
     default_area_count = 16
+    draw_size = (256, 256)
     fixed_delta_time = 0.02
     option_specs = (MaxStepOption.option(MAX_STEP),)
 
@@ -481,6 +483,26 @@ class PyramidsScene(MaxStepOption, Scene):
         self.pyramid_state[areas] = TOPPLED
 
     # ---- heuristic ---------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The arena from above: walls, the switch (red, green once pressed), the stone
+        pyramids (grey), the pyramid (orange) or, once toppled, its gold brick, and the agent."""
+        canvas = Canvas(*size, (-ARENA_HALF, -ARENA_HALF, ARENA_HALF, ARENA_HALF))
+        canvas.rectangle((0.0, 0.0), (ARENA_HALF, ARENA_HALF), FLOOR)
+        canvas.segments(WALLS, WALL, width=2)
+        switch = GREEN if self.switch_on[area] else RED
+        canvas.rectangle(self.switch_position[area], (SWITCH_HALF, SWITCH_HALF), switch)
+        for stone in self.stone_positions[area]:
+            canvas.rectangle(stone, (PYRAMID_HALF, PYRAMID_HALF), GREY, min_pixels=4)
+        state = int(self.pyramid_state[area])
+        if state == STANDING:
+            canvas.rectangle(
+                self.pyramid_position[area], (PYRAMID_HALF, PYRAMID_HALF), ORANGE, min_pixels=4
+            )
+        elif state == TOPPLED:
+            canvas.rectangle(self.gold_position[area], (GOLD_HALF, GOLD_HALF), GOLD, min_pixels=5)
+        canvas.agent(self.agent_position[area], AGENT_RADIUS, float(self.heading[area]), BLUE)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

@@ -72,6 +72,7 @@ from itertools import combinations
 
 import numpy as np
 
+from .. import render
 from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
 from ..raycast import RayPerceptionSpec, RayTargets
@@ -180,6 +181,21 @@ _GOAL_MOUTHS = np.array(
         [HALF_LENGTH, -GOAL_HALF_WIDTH, HALF_LENGTH, GOAL_HALF_WIDTH],
     ]
 )
+#: The pitch's outline (corner walls included) and colours, for :meth:`SoccerFieldScene.draw`.
+_FIELD_OUTLINE = np.array(
+    [
+        [-CORNER_X, -HALF_WIDTH],
+        [CORNER_X, -HALF_WIDTH],
+        [HALF_LENGTH, -GOAL_HALF_WIDTH],
+        [HALF_LENGTH, GOAL_HALF_WIDTH],
+        [CORNER_X, HALF_WIDTH],
+        [-CORNER_X, HALF_WIDTH],
+        [-HALF_LENGTH, GOAL_HALF_WIDTH],
+        [-HALF_LENGTH, -GOAL_HALF_WIDTH],
+    ]
+)
+_PITCH = (0.2, 0.45, 0.25)
+_LINES = (0.55, 0.75, 0.55)
 #: What stops the players: the walls, and the goal mouths (players stay on the pitch).
 _PLAYER_WALLS = np.concatenate([_WALLS, _GOAL_MOUTHS])
 #: The goal posts (the front ends of the nets' side panels), each touch of which scores.
@@ -266,6 +282,7 @@ class SoccerFieldScene(Scene):
 
     default_area_count = 8
     fixed_delta_time = FIXED_DELTA_TIME
+    draw_size = (320, 176)
     #: The behavior name of each team (blue, purple).
     behavior_names: tuple[str, str] = ("SoccerTwos", "SoccerTwos")
     #: The agents' ``MaxStep``.
@@ -620,6 +637,27 @@ class SoccerFieldScene(Scene):
                     batch.add_reward(size * fields + index, 0.2 * self.ball_touch[fields, player])
 
     # ---- heuristic ---------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The field from above: blue defends the left goal, purple the right one; the ball."""
+        canvas = render.Canvas(
+            *size, (-HALF_LENGTH - 1.0, -HALF_WIDTH, HALF_LENGTH + 1.0, HALF_WIDTH)
+        )
+        canvas.polygon(_FIELD_OUTLINE, _PITCH)
+        canvas.segments([0.0, -HALF_WIDTH, 0.0, HALF_WIDTH], _LINES, width=1)
+        canvas.segments(_WALLS, render.WHITE, width=2)
+        for team, colour in enumerate((render.BLUE, render.PURPLE)):
+            canvas.segments(_GOAL_MOUTHS[team], colour, width=4)
+        blue = self.team_sizes[0]
+        for player in range(self.position.shape[1]):
+            canvas.agent(
+                self.position[area, player],
+                AGENT_RADIUS,
+                float(self.heading[area, player]),
+                render.BLUE if player < blue else render.PURPLE,
+            )
+        canvas.circle(self.ball_position[area], BALL_RADIUS, render.WHITE, min_pixels=5)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

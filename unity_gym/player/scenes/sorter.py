@@ -47,6 +47,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
+from ..render import BLUE, GOLD, GREEN, GREY, WALL, WHITE, Canvas
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, DimensionProperty, SensorSpec
 from .base import MaxStepOption, Scene
 from .pushblock import GRAVITY, slide, substep_count
@@ -73,6 +74,10 @@ FIXED_DELTA_TIME = 0.02
 START_YAW = 180.0
 CONTACT_SLACK = 0.02
 """How close (units) the agent's disc must come to a tile's box to count as touching it."""
+
+
+#: The floor's colour in :meth:`SorterScene.draw`.
+_ROOM = (0.27, 0.29, 0.31)
 
 
 def tile_centres(slots: np.ndarray) -> np.ndarray:
@@ -103,6 +108,7 @@ class SorterScene(MaxStepOption, Scene):
         "8 agents)"
     )
     default_area_count = 8
+    draw_size = (256, 256)
     fixed_delta_time = FIXED_DELTA_TIME
     option_specs = (MaxStepOption.option(MAX_STEP),)
 
@@ -266,6 +272,28 @@ class SorterScene(MaxStepOption, Scene):
                     break
 
     # ---- heuristic ---------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The round room from above: the tiles shown, numbered (touched: green, the next one:
+        gold, the others: grey), and the agent."""
+        canvas = Canvas(*size, (-WALL_RADIUS, -WALL_RADIUS, WALL_RADIUS, WALL_RADIUS))
+        canvas.circle((0.0, 0.0), WALL_RADIUS, _ROOM, outline=WALL)
+        shown = np.flatnonzero(self.numbers[area] >= 0)
+        for tile in shown:
+            yaw = np.radians(float(self.slots[area, tile]) * (360.0 / TILE_COUNT))
+            centre = tile_centres(self.slots[area, tile])
+            if self.visited[area, tile]:
+                colour = GREEN
+            elif tile == self.next_tile[area]:
+                colour = GOLD
+            else:
+                colour = GREY
+            canvas.rectangle(centre, (TILE_HALF_WIDTH, TILE_HALF_DEPTH), colour, angle=-yaw)
+            label = centre * (TILE_RADIUS - 2.6) / TILE_RADIUS
+            canvas.text(label, str(int(self.numbers[area, tile]) + 1), WHITE, size=11)
+        heading = np.pi / 2.0 - np.radians(float(self.yaw[area]))
+        canvas.agent(self.position[area], AGENT_RADIUS, heading, BLUE)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
+from ..render import BLUE, FLOOR, RED, WALL, WHITE, Canvas
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import Scene
 from .registry import register_scene
@@ -77,6 +78,7 @@ class TennisScene(Scene):
     summary = "2-D tennis, one agent per team (stacked obs 27, continuous 3, 36 agents)"
     default_area_count = 18
     fixed_delta_time = 0.02
+    draw_size = (320, 176)
 
     def behaviors(self) -> Sequence[BehaviorSpec]:
         """``Tennis?team=0`` and ``Tennis?team=1``: obs 9 stacked 3x, continuous 3, period 5."""
@@ -314,6 +316,26 @@ class TennisScene(Scene):
         self._serve(areas)
 
     # ---- heuristic ---------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The court from the side: agent A's racket (blue) on the left, B's (red) on the
+        right, the net and the ball."""
+        canvas = Canvas(*size, (-COURT_HALF, FLOOR_Y - 0.6, COURT_HALF, 9.0))
+        canvas.rectangle((0.0, FLOOR_Y - 0.3), (COURT_HALF, 0.3), FLOOR)
+        canvas.segments(
+            [[-COURT_HALF, FLOOR_Y, -COURT_HALF, 9.0], [COURT_HALF, FLOOR_Y, COURT_HALF, 9.0]],
+            WALL,
+            width=2,
+        )
+        canvas.segments([0.0, FLOOR_Y, 0.0, NET_TOP], WALL, width=3)
+        for team, colour in enumerate((BLUE, RED)):
+            tilt = np.radians(self.tilt[area, team])
+            normal = np.array([_SIDE[team] * np.cos(tilt), np.sin(tilt)])
+            along = RACKET_HALF * np.array([-normal[1], normal[0]])
+            centre = self.agent_position[area, team]
+            canvas.segments(np.concatenate([centre - along, centre + along]), colour, width=4)
+        canvas.circle(self.ball_position[area], float(self.ball_radius[area]), WHITE, min_pixels=5)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]

@@ -118,6 +118,7 @@ import numpy as np
 from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
 from ..raycast import RayPerceptionSpec, RayTargets
+from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, WHITE, Canvas, mix
 from ..specs import ActionSpec, BehaviorSpec, SensorSpec
 from .base import Scene, SceneOption
 from .pushblock import disc_box_contact
@@ -290,6 +291,7 @@ class WallJumpScene(Scene):
         "rays 210+210 + vector 24, discrete (3,3,3,2), 24 areas)"
     )
     default_area_count = 24
+    draw_size = (240, 240)
     fixed_delta_time = FIXED_DELTA_TIME
     option_specs = (
         SceneOption(
@@ -626,6 +628,26 @@ class WallJumpScene(Scene):
                     batch.end_episode(slots)
 
     # ---- heuristic ---------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The platform from above: the wall across it (brighter the higher, its height written
+        on it), the goal (green), the block (orange) and the agent (lighter the higher it is);
+        the behavior deciding is written at the bottom."""
+        low, high = PLATFORM_Y
+        canvas = Canvas(*size, (-PLATFORM_X, low, PLATFORM_X, high))
+        canvas.rectangle((0.0, (low + high) / 2.0), (PLATFORM_X, (high - low) / 2.0), FLOOR)
+        height = float(self.wall[area])
+        if height > 0.0:
+            shade = mix(FLOOR, WALL, 0.3 + 0.1 * height)
+            canvas.rectangle(_WALL_CENTRE[0], _WALL_HALF[0], shade)
+            canvas.text((0.0, WALL_Y), f"wall {height:.2f}", (0.1, 0.1, 0.1), size=11)
+        canvas.rectangle(GOAL_CENTRE, (GOAL_HALF, GOAL_HALF), GREEN)
+        canvas.rectangle(self.block[area], (BLOCK_HALF, BLOCK_HALF), ORANGE)
+        lift = mix(BLUE, WHITE, float(self.elevation[area]) / 4.0)
+        canvas.agent(self.position[area], AGENT_RADIUS, float(self.heading[area]), lift)
+        name = BEHAVIOR_NAMES[int(self.active[area])]
+        canvas.text((0.0, low + 0.8), name, WHITE, size=11)
+        return canvas.picture()
 
     def heuristic(
         self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
