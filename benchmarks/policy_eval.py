@@ -4,6 +4,7 @@ and count the games won, lost and drawn.
 The game is ``unity_gym.pettingzoo.parallel_env(scene=...)`` with one area (Tennis: one agent
 per team; SoccerTwos: two). The team is the ``?team=<t>`` suffix of an agent's behavior. The
 trained team's agents act with the ONNX model ``unity-train`` exported (``<run>/<Behavior>.onnx``,
+loaded and run by :class:`unity_gym.player.onnx_policy.OnnxPolicy`, as the player's ``--model``;
 the names of :mod:`trainers.common.checkpoints.onnx_export`: inputs ``obs_0``... and
 ``action_masks`` for discrete actions, outputs ``deterministic_continuous_actions`` /
 ``deterministic_discrete_actions``, or with ``sampled`` the sampled ``continuous_actions`` /
@@ -23,7 +24,7 @@ win, a loss or a draw (0: a SoccerTwos time-out). With no model, both teams play
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ import torch
 
 from trainers.behavior_ids import team_of
 from trainers.common.spaces import ActionLayout, ObservationLayout
+from unity_gym.player.onnx_policy import OnnxPolicy as ModelPolicy
 
 __all__ = ["MatchRecord", "OnnxPolicy", "play_against_random"]
 
@@ -73,8 +75,10 @@ class MatchRecord:
         )
 
 
-class OnnxPolicy:
-    """An exported ``unity-train`` policy acting for one agent at a time.
+class OnnxPolicy(ModelPolicy):
+    """An exported ``unity-train`` policy acting for one agent at a time: the player's
+    :class:`unity_gym.player.onnx_policy.OnnxPolicy` (which loads and runs the file) plus
+    :meth:`act`, which takes a PettingZoo observation.
 
     Args:
         path: the ``.onnx`` file.
@@ -84,26 +88,14 @@ class OnnxPolicy:
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: the model is recurrent (``recurrent_in``; not supported here).
+        ValueError: the model is recurrent (``recurrent_in``; not supported here), or cannot be
+            loaded (:class:`~unity_gym.player.onnx_policy.ModelError`).
     """
 
     def __init__(self, path: Path, sampled: bool = False) -> None:
-        import onnxruntime
-
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path} does not exist; did the training run finish and export its model?"
-            )
-        self._session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        shapes = {node.name: node.shape for node in self._session.get_inputs()}
-        if "recurrent_in" in shapes:
+        super().__init__(path, sampled)
+        if self.memory_size:
             raise ValueError(f"{path} is a recurrent policy; only feed-forward ones are played.")
-        self._observations = sum(1 for name in shapes if name.startswith("obs_"))
-        #: Entries of the ``action_masks`` input (0: the model takes no mask).
-        self._mask_size = int(shapes["action_masks"][1]) if "action_masks" in shapes else 0
-        self._prefix = "" if sampled else "deterministic_"
-        wanted = {f"{self._prefix}continuous_actions", f"{self._prefix}discrete_actions"}
-        self._outputs = [node.name for node in self._session.get_outputs() if node.name in wanted]
 
     def act(
         self,
@@ -123,52 +115,19 @@ class OnnxPolicy:
         Raises:
             ValueError: the observation has another number of entries than the model's inputs.
         """
-        if len(layout.entries) != self._observations:
+        if len(layout.entries) != self.observation_count:
             raise ValueError(
-                f"the model takes {self._observations} observation inputs but the agent's space "
-                f"has {len(layout.entries)} entries ({layout.names}); evaluate the model on the "
-                "scene it was trained on."
+                f"the model takes {self.observation_count} observation inputs but the agent's "
+                f"space has {len(layout.entries)} entries ({layout.names}); evaluate the model on "
+                "the scene it was trained on."
             )
         tensors = layout.to_tensors(layout.stack_single([observation]), _CPU)
-        mask = _flat_mask(action_mask, actions.discrete_size) if self._mask_size else None
+        mask = _flat_mask(action_mask, actions.discrete_size) if self.mask_size else None
         found = self.run([tensor.numpy() for tensor in tensors], mask)
         action = actions.to_env(found.get("continuous_actions"), found.get("discrete_actions"))
         if isinstance(action, Mapping):
             return {key: value[0] for key, value in action.items()}
         return action[0]
-
-    def run(
-        self, observations: Sequence[np.ndarray], action_masks: np.ndarray | None = None
-    ) -> dict[str, np.ndarray]:
-        """The model's actions for a batch of ``observations`` (one ``(n, ...)`` array per
-        ``obs_*`` input, in order): ``continuous_actions`` and/or ``discrete_actions``, sampled
-        or deterministic as the policy was made.
-
-        Args:
-            observations: the model's observation inputs.
-            action_masks: ``(n, branch sizes summed)``, 1 = allowed; None: every action allowed.
-
-        Raises:
-            ValueError: another number of observation arrays than the model's inputs.
-        """
-        if len(observations) != self._observations:
-            raise ValueError(
-                f"the model takes {self._observations} observation inputs, not "
-                f"{len(observations)}; evaluate the model on the scene it was trained on."
-            )
-        feed = {f"obs_{i}": np.asarray(obs, np.float32) for i, obs in enumerate(observations)}
-        if self._mask_size:
-            rows = len(observations[0])
-            feed["action_masks"] = (
-                np.ones((rows, self._mask_size), np.float32)
-                if action_masks is None
-                else np.asarray(action_masks, np.float32)
-            )
-        found = self._session.run(self._outputs, feed)
-        return {
-            name.removeprefix(self._prefix): value
-            for name, value in zip(self._outputs, found, strict=True)
-        }
 
 
 def _flat_mask(mask: Any, size: int) -> np.ndarray:

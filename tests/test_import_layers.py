@@ -13,7 +13,8 @@ foundation (exceptions, version, wire messages, timers) -> the bridge's parts (b
 channels, launcher, behavior names) -> decoding, communicator, spaces -> environment, demo files
 -> the game lifecycle (``game``) -> fronts (gym_env, vector, pettingzoo, sb3, compat,
 registration, mlagents_compat) -> the root. The headless player sits beside the bridge: it may use
-the wire messages, side channels, demo files and behavior names, nothing that drives a game.
+the wire messages, side channels, demo files and behavior names, and the observation spaces (to
+feed ONNX models as a trainer fed them), nothing that drives a game.
 :data:`ALLOWED` is the table.
 """
 
@@ -38,6 +39,8 @@ PLAYER_USES = {
     "behavior_names",
     "decoding",
     "temp_files",
+    "base_env",
+    "spaces",
 }
 GAME = BRIDGE | {"player"}
 FRONT_BASE = GAME | {"game"}

@@ -151,6 +151,13 @@ class ObservationAdapter:
         return () if self._single else tuple(entry.key for entry in self._entries)
 
     @property
+    def entry_sensors(self) -> tuple[tuple[int, ...], ...]:
+        """The sensors (indices into :attr:`observation_specs`) of each entry, in space order:
+        what a trainer's network input ``obs_i`` is made of (one sensor each, unless
+        ``flatten_obs`` joined the non-camera ones)."""
+        return tuple(entry.sensors for entry in self._entries)
+
+    @property
     def goal_signal_keys(self) -> tuple[str, ...]:
         """Dict keys of the entries made only of ``GOAL_SIGNAL`` sensors (what the task is).
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -46,7 +46,7 @@ from .wire import AgentReports, OutputBuilder, read_actions
 if TYPE_CHECKING:
     from .connection import TrainerConnection
 
-__all__ = ["Academy", "AgentBatch", "SceneContext", "SceneHooks", "episode_stat_keys"]
+__all__ = ["Academy", "AgentBatch", "Decider", "SceneContext", "SceneHooks", "episode_stat_keys"]
 
 logger = logging.getLogger("unity_gym.player")
 
@@ -65,7 +65,10 @@ class AgentBatch:
     """The agents of one behavior as parallel arrays indexed by *slot*.
 
     Public arrays (read them, do not assign to them): ``ids`` (wire ids), ``step_count``
-    (agent steps in the current episode), ``group_id``; :attr:`active` tells which agents are
+    (agent steps in the current episode), ``group_id``, ``episodes_begun`` (episodes each slot's
+    agents began since start-up, the first one included), ``last_episode_rewards`` (the reward
+    each slot's last finished episode collected: :attr:`cumulative_rewards` at its terminal
+    report, group rewards not included); :attr:`active` tells which agents are
     enabled (see :meth:`disable`). The methods are Unity's Agent API,
     vectorized: each takes ``slots`` (an int array, a bool mask of length :attr:`size`, a
     sequence or a slice).
@@ -82,6 +85,8 @@ class AgentBatch:
         self.ids = ids.astype(np.int32)
         self.step_count = np.zeros(n, dtype=np.int64)
         self.group_id = np.zeros(n, dtype=np.int32)
+        self.episodes_begun = np.zeros(n, dtype=np.int64)
+        self.last_episode_rewards = np.zeros(n, dtype=np.float32)
         self._reward = np.zeros(n, dtype=np.float32)
         self._cumulative_reward = np.zeros(n, dtype=np.float32)
         self._group_reward = np.zeros(n, dtype=np.float32)
@@ -234,7 +239,7 @@ class AgentBatch:
         self._reset_stacks(idx)
         self._scene.initialize_agents(self, idx)
         if self._academy.total_step_count > 0:
-            self._scene.on_episode_begin(self, idx)
+            self._begin_episodes(idx)
 
     def set_group(self, slots: Slots, group_ids: int | np.ndarray) -> None:
         """Register agents with multi-agent groups (0 = no group)."""
@@ -254,6 +259,10 @@ class AgentBatch:
 
     def _enabled(self, idx: np.ndarray) -> np.ndarray:
         return idx[self._active[idx]]
+
+    def _begin_episodes(self, idx: np.ndarray) -> None:
+        self.episodes_begun[idx] += 1
+        self._scene.on_episode_begin(self, idx)
 
     def _add_group_reward(self, idx: np.ndarray, values: np.ndarray, replace: bool) -> None:
         if replace:
@@ -366,6 +375,7 @@ class AgentBatch:
             self._reset_stacks(fresh)
             if restart:
                 self._academy._record_episodes(self, fresh, self._cumulative_reward[fresh])
+            self.last_episode_rewards[fresh] = self._cumulative_reward[fresh]
             self._reward[fresh] = 0.0
             self._group_reward[fresh] = 0.0
             self._cumulative_reward[fresh] = 0.0
@@ -376,7 +386,7 @@ class AgentBatch:
             self._discrete[fresh] = 0
         if restart and idx.size:
             self.step_count[idx] = 0
-            self._scene.on_episode_begin(self, idx)
+            self._begin_episodes(idx)
 
     def _act(self) -> None:
         idx = (self._action_requested & self._active).nonzero()[0]
@@ -487,6 +497,26 @@ class SceneContext:
             batch.interrupt_episode(idx)
 
 
+class Decider(Protocol):
+    """What acts for one behavior instead of the scene's heuristic when no trainer is connected
+    (e.g. an ONNX model, :mod:`unity_gym.player.onnx_policy`)."""
+
+    def decide(
+        self,
+        batch: AgentBatch,
+        slots: np.ndarray,
+        observations: Sequence[np.ndarray],
+        action_masks: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Actions ``(continuous (k, c), discrete (k, b))`` for the agents in ``slots``, given
+        their observations (wire order, stacked) and Unity's masks (true = disabled) or None."""
+        ...
+
+    def episodes_ended(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """The agents in ``slots`` reported the end of an episode (e.g. forget memories)."""
+        ...
+
+
 class SceneHooks(Protocol):
     """What the Academy calls on a scene: the callbacks of :class:`unity_gym.player.Scene`.
 
@@ -558,9 +588,12 @@ class Academy:
         seed: seeds :attr:`rng`.
         num_areas: area replication factor from the handshake.
         profiler: where timings go.
+        deciders: without a trainer, what acts for some behaviors (full names) instead of the
+            scene's heuristic.
 
     Raises:
         PlayerError: if the scene needs a capability the trainer lacks.
+        SceneError: if ``deciders`` names a behavior the scene does not have.
     """
 
     def __init__(
@@ -574,6 +607,7 @@ class Academy:
         seed: int = 0,
         num_areas: int = 1,
         profiler: StepProfiler | None = None,
+        deciders: Mapping[str, Decider] | None = None,
     ) -> None:
         self.scene = scene
         self.channels = channels
@@ -598,6 +632,13 @@ class Academy:
         ids = self._initial_ids(specs)
         self.batches = [AgentBatch(self, spec, ids[i]) for i, spec in enumerate(specs)]
         self._by_name = {b.name: b for b in self.batches}
+        self.deciders = dict(deciders or {})
+        unknown = sorted(set(self.deciders) - set(self._by_name))
+        if unknown:
+            raise SceneError(
+                f"deciders for {', '.join(unknown)}, which the scene does not have "
+                f"(behaviors: {', '.join(self._by_name)})"
+            )
         self.context = SceneContext(self)
         scene.setup(self.context)
         for batch in self.batches:
@@ -687,7 +728,7 @@ class Academy:
             # Academy.AgentForceReset reaches enabled agents only.
             enabled = np.flatnonzero(batch._active)
             batch.step_count[enabled] = 0
-            self.scene.on_episode_begin(batch, enabled)
+            batch._begin_episodes(enabled)
 
     def _decide(self) -> bool:
         connection = self.connection
@@ -754,11 +795,19 @@ class Academy:
 
     def _decide_heuristically(self) -> None:
         for batch in self.batches:
+            decider = self.deciders.get(batch.name)
             for reports in batch.queued:
-                if reports.done:
-                    continue
                 idx = reports.slots
-                continuous, discrete = self.scene.heuristic(batch, idx, reports.observations)
+                if reports.done:
+                    if decider is not None:
+                        decider.episodes_ended(batch, idx)
+                    continue
+                if decider is None:
+                    continuous, discrete = self.scene.heuristic(batch, idx, reports.observations)
+                else:
+                    continuous, discrete = decider.decide(
+                        batch, idx, reports.observations, reports.action_masks
+                    )
                 spec = batch.spec.action_spec
                 continuous = np.asarray(continuous, dtype=np.float32).reshape(
                     idx.size, spec.continuous_size

@@ -4,6 +4,10 @@
 -logFile run.log`` (or the ``unity-gym-player`` console script). Unity-style flags are
 case-insensitive; ``-logFile -`` (or none) logs to stdout. Unknown arguments are ignored with a
 log line, as a Unity player ignores options it does not know.
+
+Without a trainer: ``--model PATH.onnx`` (repeatable, or ``BEHAVIOR=PATH``) plays exported
+policies instead of the heuristic, and ``--record-video PATH.gif`` (or ``.mp4``) records the play,
+e.g. ``unity-gym-player --scene 3DBall --model results/run/3DBall.onnx --record-video ball.gif``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from .connection import COMMUNICATION_VERSION
 from .errors import PlayerError
 from .runtime import EXIT_CONFIG_ERROR, PlayerConfig, run_player
 from .scenes import Scene, get_scene_class, scene_names
+from .video import DEFAULT_STEPS, VideoSettings, parse_size
 
 __all__ = ["UnityFlags", "build_parser", "main", "parse_arguments", "split_unity_flags"]
 
@@ -102,6 +107,55 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="behavior to record (required when the scene has several)",
     )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="[BEHAVIOR=]PATH",
+        help="ONNX policy acting instead of the heuristic (repeatable); a bare PATH plays the "
+        "behavior named like the file (unity-train exports <Behavior>.onnx) or the only one",
+    )
+    parser.add_argument(
+        "--sampled",
+        action="store_true",
+        help="models play their sampled actions (Unity's default inference) instead of their "
+        "deterministic ones",
+    )
+    video = parser.add_argument_group("video (without a trainer)")
+    video.add_argument(
+        "--record-video",
+        metavar="PATH",
+        help="draw one training area into PATH (.gif; .mp4 with the video extra), then quit",
+    )
+    video.add_argument(
+        "--video-steps",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"Academy steps to record (default {DEFAULT_STEPS}, or unlimited with "
+        "--video-episodes)",
+    )
+    video.add_argument(
+        "--video-episodes", type=int, default=0, metavar="N", help="episodes of the area to record"
+    )
+    video.add_argument(
+        "--video-fps", type=float, default=25.0, metavar="F", help="frames per second (default 25)"
+    )
+    video.add_argument(
+        "--video-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="Academy steps per frame (default: the scene's, 2 = real time at 25 fps)",
+    )
+    video.add_argument(
+        "--video-area", type=int, default=0, metavar="A", help="training area to draw (default 0)"
+    )
+    video.add_argument(
+        "--video-size",
+        metavar="WxH",
+        help="picture size in pixels (default: the scene's); a 30-row caption is added below",
+    )
     parser.add_argument("--profile", action="store_true", help="time each phase of a step")
     parser.add_argument(
         "--realtime", action="store_true", help="pace steps like a Unity clock (time scale)"
@@ -174,6 +228,39 @@ def _recording_problem(namespace: argparse.Namespace) -> str | None:
     return None
 
 
+def _video_settings(namespace: argparse.Namespace) -> VideoSettings | None:
+    """The ``--record-video`` settings, or ``None``.
+
+    Raises:
+        PlayerError: on ``--video-*`` options without ``--record-video`` or a bad size.
+    """
+    if namespace.record_video is None:
+        given = [
+            flag
+            for flag, value, default in (
+                ("--video-steps", namespace.video_steps, 0),
+                ("--video-episodes", namespace.video_episodes, 0),
+                ("--video-fps", namespace.video_fps, 25.0),
+                ("--video-every", namespace.video_every, 0),
+                ("--video-area", namespace.video_area, 0),
+                ("--video-size", namespace.video_size, None),
+            )
+            if value != default
+        ]
+        if given:
+            raise PlayerError(f"{', '.join(given)} need --record-video PATH")
+        return None
+    return VideoSettings(
+        path=Path(namespace.record_video),
+        steps=namespace.video_steps,
+        episodes=namespace.video_episodes,
+        fps=namespace.video_fps,
+        every=namespace.video_every,
+        area=namespace.video_area,
+        size=parse_size(namespace.video_size) if namespace.video_size else None,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m unity_gym.player``; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -197,6 +284,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             logger.info("Ignoring unknown command-line argument %r", token)
         try:
             options = Scene.parse_option_pairs(namespace.option)
+            video = _video_settings(namespace)
+            if namespace.sampled and not namespace.model:
+                raise PlayerError("--sampled chooses how --model plays; give --model PATH")
         except PlayerError as exc:
             logger.error("%s", exc)
             return EXIT_CONFIG_ERROR
@@ -218,6 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             record_demo=Path(namespace.record_demo) if namespace.record_demo else None,
             record_steps=namespace.record_steps or 0,
             record_behavior=namespace.record_behavior,
+            models=tuple(namespace.model),
+            sampled=namespace.sampled,
+            video=video,
         )
         return run_player(config)
     finally:

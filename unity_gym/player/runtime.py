@@ -1,7 +1,12 @@
 """The player process: connect to the trainer (or not), build the Academy and step until quitting.
 
+Without a trainer the scene's heuristic acts, or ONNX models (``--model``, see
+:mod:`unity_gym.player.onnx_policy`) for the behaviors given one; ``--record-demo`` and
+``--record-video`` (:mod:`unity_gym.player.video`) record the play.
+
 The player quits as a Unity player does when the trainer answers with status 400, disappears or
-sends QUIT (exit code 0, nothing sent back). It also quits after ``max_steps`` Academy steps and
+sends QUIT (exit code 0, nothing sent back). It also quits after ``max_steps`` Academy steps, once
+a recording is complete, and
 on SIGTERM/SIGINT (sending the header-400 goodbye first, exit code 0) and, when started with a
 port, once the process that launched it is gone. A configuration error exits with 2, a failure of
 the scene with 1.
@@ -33,10 +38,12 @@ from .connection import (
 )
 from .demo_recorder import RecordingAcademy
 from .errors import PlayerError, SceneError
+from .onnx_policy import BehaviorModel
 from .pacing import Pacer
 from .profiling import StepProfiler
 from .scenes import Scene, get_scene_class
 from .side_channels import SideChannelHub, StandardChannels
+from .video import VideoRecorder, VideoSettings
 
 __all__ = [
     "EXIT_CONFIG_ERROR",
@@ -76,6 +83,10 @@ class PlayerConfig:
         record_demo: write a ``.demo`` of the heuristic play here (needs ``port=None``).
         record_steps: agent steps to record into ``record_demo``.
         record_behavior: behavior to record (``None`` = the scene's only behavior).
+        models: ``--model`` arguments (``PATH`` or ``BEHAVIOR=PATH``): ONNX models acting
+            instead of the heuristic (needs ``port=None``).
+        sampled: the models play their sampled actions rather than their deterministic ones.
+        video: record a video of the play (needs ``port=None``).
     """
 
     scene: str
@@ -91,6 +102,9 @@ class PlayerConfig:
     record_demo: Path | None = None
     record_steps: int = 0
     record_behavior: str | None = None
+    models: tuple[str, ...] = ()
+    sampled: bool = False
+    video: VideoSettings | None = None
 
 
 class _Terminated(BaseException):
@@ -141,21 +155,50 @@ def run_player(config: PlayerConfig, *, handle_signals: bool = True) -> int:
         handle_signals: turn SIGTERM/SIGINT into a clean quit (main thread only).
     """
     try:
-        if config.record_demo is not None and config.port is not None:
-            raise PlayerError(
-                "--record-demo records heuristic play without a trainer; drop --mlagents-port"
-            )
+        if config.port is not None:
+            for given, flag in (
+                (config.record_demo, "--record-demo"),
+                (config.models, "--model"),
+                (config.video, "--record-video"),
+            ):
+                if given:
+                    raise PlayerError(
+                        f"{flag} is for play without a trainer (the trainer decides the actions "
+                        "when it is connected); drop --mlagents-port"
+                    )
+        if config.video is not None:
+            config.video.check()
         scene = create_scene(config)
+        models = _load_models(scene, config)
     except PlayerError as exc:
         logger.error("%s", exc)
         return EXIT_CONFIG_ERROR
     if handle_signals:
         with _termination_signals():
-            return _run(scene, config)
-    return _run(scene, config)
+            return _run(scene, config, models)
+    return _run(scene, config, models)
 
 
-def _run(scene: Scene, config: PlayerConfig) -> int:
+def _load_models(scene: Scene, config: PlayerConfig) -> dict[str, BehaviorModel]:
+    """The ``--model`` models by behavior, loaded and checked against the scene's behaviors."""
+    if not config.models:
+        return {}
+    from .onnx_policy import assign_models, load_models
+
+    behaviors = scene.behaviors()
+    models = load_models(assign_models(config.models, behaviors), behaviors, config.sampled)
+    for behavior, model in models.items():
+        logger.info(
+            "Behavior %s plays model %s (%s actions%s)",
+            behavior,
+            model.policy.path,
+            "sampled" if model.policy.sampled else "deterministic",
+            f", memory {model.policy.memory_size}" if model.policy.memory_size else "",
+        )
+    return models
+
+
+def _run(scene: Scene, config: PlayerConfig, models: dict[str, BehaviorModel]) -> int:
     # A player launched for a trainer (--mlagents-port) never outlives its launcher, even when
     # the handshake failed and it plays heuristically. The launcher is noted before the
     # handshake: a trainer that dies during it must not leave the player adopted by init.
@@ -167,6 +210,7 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
     exit_code = EXIT_OK
     reason = "finished"
     recording: RecordingAcademy | None = None
+    video: VideoRecorder | None = None
     try:
         trainer = None
         seed, num_areas = config.seed, 1
@@ -184,7 +228,12 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
                 # The first RESET only carries side channels; the Academy resets by itself.
                 hub.process_incoming(handshake.first_input.side_channel)
         else:
-            logger.info("No --mlagents-port: playing with the built-in heuristic.")
+            logger.info(
+                "No --mlagents-port: playing with %s.",
+                "the models given (the heuristic for other behaviors)"
+                if models
+                else "the built-in heuristic",
+            )
         academy: Academy
         if config.record_demo is not None:
             academy = recording = RecordingAcademy(
@@ -197,6 +246,7 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
                 seed=seed,
                 num_areas=num_areas,
                 profiler=profiler,
+                deciders=models,
             )
         else:
             academy = Academy(
@@ -208,7 +258,10 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
                 seed=seed,
                 num_areas=num_areas,
                 profiler=profiler,
+                deciders=models,
             )
+        if config.video is not None:
+            video = VideoRecorder(config.video, scene, academy)
         logger.info(
             "Scene %s: %d agents in %d areas; behaviors %s; seed %d; %s",
             scene.name,
@@ -216,21 +269,31 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
             academy.area_count,
             ", ".join(b.name for b in academy.batches),
             seed,
-            "trainer connected" if connection else "heuristic",
+            "trainer connected" if connection else ("models" if models else "heuristic"),
         )
-        reason = _step_until_quit(academy, scene, config, profiler, channels, launcher)
+        reason = _step_until_quit(academy, scene, config, profiler, channels, launcher, video)
         if recording is not None:
             _finish_recording(recording)
             recording = None
+        if video is not None:
+            _finish_video(video)
+            video = None
     except _Terminated as signal_name:
         reason = f"terminated by {signal_name}"
-        if recording is not None:
-            try:
+        try:
+            if recording is not None:
                 _finish_recording(recording)
-            except PlayerError as exc:
-                logger.error("%s", exc)
-                exit_code = EXIT_CONFIG_ERROR
-            recording = None
+        except PlayerError as exc:
+            logger.error("%s", exc)
+            exit_code = EXIT_CONFIG_ERROR
+        recording = None
+        try:
+            if video is not None:
+                _finish_video(video)
+        except PlayerError as exc:
+            logger.error("%s", exc)
+            exit_code = EXIT_CONFIG_ERROR
+        video = None
     except SceneError as exc:
         logger.error("scene failure: %s", exc)
         reason, exit_code = "scene failure", EXIT_SCENE_ERROR
@@ -243,6 +306,8 @@ def _run(scene: Scene, config: PlayerConfig) -> int:
     finally:
         if recording is not None:
             recording.discard_recording()
+        if video is not None:
+            video.discard()
         if connection is not None and connection.is_open:
             connection.close(notify=True)
     logger.info("Quitting: %s", reason)
@@ -262,6 +327,18 @@ def _finish_recording(recording: RecordingAcademy) -> None:
     )
 
 
+def _finish_video(video: VideoRecorder) -> None:
+    summary = video.finish()
+    logger.info(
+        "Wrote video %s: %d frames (%.1f s), %d Academy steps, %d episodes ended",
+        summary.path,
+        summary.frames,
+        summary.seconds,
+        summary.steps,
+        summary.episodes,
+    )
+
+
 def _step_until_quit(
     academy: Academy,
     scene: Scene,
@@ -269,6 +346,7 @@ def _step_until_quit(
     profiler: StepProfiler,
     channels: StandardChannels,
     launcher: int | None,
+    video: VideoRecorder | None = None,
 ) -> str:
     pacer = Pacer(channels.engine.settings, scene.fixed_delta_time) if config.realtime else None
     clock = time.perf_counter
@@ -280,6 +358,8 @@ def _step_until_quit(
         profiler.record_step(clock() - start)
         if not running:
             return academy.quit_reason or "the trainer closed the connection"
+        if video is not None and video.capture():
+            return f"recorded the video ({video.frames} frames)"
         if config.max_steps and academy.total_step_count >= config.max_steps:
             return f"reached --max-steps {config.max_steps}"
         if pacer is not None:
