@@ -285,10 +285,11 @@ class VideoRecorder:
         width = picture.shape[1]
         strip = Image.new("RGB", (width, _CAPTION_ROWS), _CAPTION_BACKGROUND)
         draw = ImageDraw.Draw(strip)
+        draw.fontmode = "1"  # two-colour text: GIFs stay small
         small = font(11)
         draw.text(
             (4, 2),
-            f"{self._scene.name}  step {self._academy.total_step_count}  "
+            f"{self._scene.name} | step {self._academy.total_step_count} | "
             f"episode {self.episodes + 1}",
             fill=_CAPTION_TEXT,
             font=small,
@@ -298,8 +299,8 @@ class VideoRecorder:
             label = batch.spec.name if len(self._members) == 1 else _short(batch.name)
             now = float(batch.cumulative_rewards[slots].sum())
             last = float(batch.last_episode_rewards[slots].sum())
-            parts.append(f"{label} {now:+.2f} (last {last:+.2f})")
-        draw.text((4, 15), "reward " + "  ".join(parts), fill=_CAPTION_TEXT, font=small)
+            parts.append(f"{label}: {now:+.2f} (last {last:+.2f})")
+        draw.text((4, 15), "reward " + " | ".join(parts), fill=_CAPTION_TEXT, font=small)
         return np.concatenate([picture, np.asarray(strip, dtype=np.uint8)], axis=0)
 
 
@@ -330,7 +331,9 @@ class _GifWriter(_Writer):
 
     def add(self, picture: np.ndarray) -> None:
         image = Image.fromarray(np.ascontiguousarray(picture), "RGB")
-        self._frames.append(image.quantize(colors=256, method=Image.Quantize.MEDIANCUT))
+        self._frames.append(
+            image.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+        )
 
     def close(self) -> None:
         if self._file is None:

@@ -17,7 +17,8 @@ episode begin, one read per agent.
 :meth:`Ball3DScene.render` draws the areas with :mod:`unity_gym.player.render` (the platform as
 a 5 x 0.5 x 5 box, the ball as a sphere of radius ``0.5 * scale``) from the camera of
 ML-Agents' ``Visual3DBall`` prefab: 7 above and 8 behind the platform, pitched 30 degrees down,
-vertical field of view 60. ``3DBallHard`` and ``Visual3DBall`` (modules ``ball3d_hard`` and
+vertical field of view 60. :meth:`Ball3DScene.draw` (videos) uses a closer camera.
+``3DBallHard`` and ``Visual3DBall`` (modules ``ball3d_hard`` and
 ``visual3dball``) reuse this scene's physics, rewards and episode ends.
 """
 
@@ -33,7 +34,7 @@ from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import Scene
 from .registry import register_scene
 
-__all__ = ["AGENT_CAMERA", "Ball3DScene"]
+__all__ = ["AGENT_CAMERA", "VIEW_CAMERA", "Ball3DScene"]
 
 PLATFORM_HALF_WIDTH = 2.5
 PLATFORM_HALF_THICKNESS = 0.25
@@ -51,7 +52,12 @@ _ALIVE_REWARD = np.float32(0.1)
 AGENT_CAMERA = Camera(
     position=(0.0, 7.0, -8.0), pitch_degrees=30.0, fov_degrees=60.0, width=84, height=84
 )
-#: Colours of :meth:`Ball3DScene.draw`: the camera's, on the pictures' grey.
+#: The camera of :meth:`Ball3DScene.draw` (for people): a little closer than the agent's and
+#: pitched towards the platform's centre, so that the platform fills the picture and a ball
+#: dropped from 4 above is still seen; the camera's colours on the pictures' grey.
+VIEW_CAMERA = Camera(
+    position=(0.0, 6.0, -7.0), pitch_degrees=36.0, fov_degrees=56.0, width=320, height=240
+)
 _VIEW = Material(background=BACKGROUND)
 
 
@@ -225,11 +231,11 @@ class Ball3DScene(Scene):
         )
 
     def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
-        """The area through the agent camera's pose (:meth:`render`) at ``size``, on grey."""
+        """The area through :data:`VIEW_CAMERA` (:meth:`render`) at ``size``, on grey."""
         camera = Camera(
-            position=AGENT_CAMERA.position,
-            pitch_degrees=AGENT_CAMERA.pitch_degrees,
-            fov_degrees=AGENT_CAMERA.fov_degrees,
+            position=VIEW_CAMERA.position,
+            pitch_degrees=VIEW_CAMERA.pitch_degrees,
+            fov_degrees=VIEW_CAMERA.fov_degrees,
             width=size[0],
             height=size[1],
         )
