@@ -10,9 +10,12 @@ console script); ``python -m unity_gym.player.build`` writes an executable launc
 What lives here: the Academy loop and the agent batches (``academy``), the trainer connection
 and handshake (``connection``, ``capabilities``, ``wire``), behavior and sensor specs
 (``specs``, ``observations``, ``stacking``, ``raycast``), side channels and samplers, the demo
-recorder, the command line and launcher (``cli``, ``runtime``, ``build``) and the scenes
-(``scenes/``). It sits beside the bridge and never imports it; the rest of unity_gym asks it
-about scenes only through :mod:`unity_gym.game.catalogue`.
+recorder, ONNX policies acting without a trainer (``onnx_policy``), pictures and videos of the
+scenes (``render``, ``video``), the command line and launcher (``cli``, ``runtime``, ``build``)
+and the scenes (``scenes/``). It sits beside the bridge and never imports what drives a game
+(only the wire messages, side channels, demo files, behavior names and, to feed ONNX models as
+a trainer did, the observation spaces); the rest of unity_gym asks it about scenes only through
+:mod:`unity_gym.game.catalogue`.
 """
 
 from __future__ import annotations

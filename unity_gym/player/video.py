@@ -2,9 +2,9 @@
 
 :class:`VideoRecorder` asks the scene for a picture of one area (:meth:`Scene.picture
 <unity_gym.player.scenes.base.Scene.picture>`) after every ``every``-th Academy step, adds a
-caption strip (scene, step, episode, the episode reward so far of each behavior's agents in the
-area and the reward of their last finished episode), and writes the frames when the recording
-ends:
+caption strip (scene, step, episode; the episode reward so far of each behavior's agents in the
+area and, in brackets, the reward of their last finished episode), and writes the frames when the
+recording ends:
 
 * ``.gif``: with Pillow (a dependency). Each frame gets its own 256-colour palette; Pillow's
   writer merges a frame identical to the one before into it (one longer frame), so a still
@@ -290,7 +290,7 @@ class VideoRecorder:
         draw.text(
             (4, 2),
             f"{self._scene.name} | step {self._academy.total_step_count} | "
-            f"episode {self.episodes + 1}",
+            f"episode {self.episodes + 1} | reward (last)",
             fill=_CAPTION_TEXT,
             font=small,
         )
@@ -299,8 +299,8 @@ class VideoRecorder:
             label = batch.spec.name if len(self._members) == 1 else _short(batch.name)
             now = float(batch.cumulative_rewards[slots].sum())
             last = float(batch.last_episode_rewards[slots].sum())
-            parts.append(f"{label}: {now:+.2f} (last {last:+.2f})")
-        draw.text((4, 15), "reward " + " | ".join(parts), fill=_CAPTION_TEXT, font=small)
+            parts.append(f"{label} {now:+.2f} ({last:+.2f})")
+        draw.text((4, 15), " | ".join(parts), fill=_CAPTION_TEXT, font=small)
         return np.concatenate([picture, np.asarray(strip, dtype=np.uint8)], axis=0)
 
 

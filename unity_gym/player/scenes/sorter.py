@@ -290,7 +290,7 @@ class SorterScene(MaxStepOption, Scene):
                 colour = GREY
             canvas.rectangle(centre, (TILE_HALF_WIDTH, TILE_HALF_DEPTH), colour, angle=-yaw)
             label = centre * (TILE_RADIUS - 2.6) / TILE_RADIUS
-            canvas.text(label, str(int(self.numbers[area, tile]) + 1), WHITE, size=11)
+            canvas.text(label, str(int(self.numbers[area, tile])), WHITE, size=11)
         heading = np.pi / 2.0 - np.radians(float(self.yaw[area]))
         canvas.agent(self.position[area], AGENT_RADIUS, heading, BLUE)
         return canvas.picture()
