@@ -172,6 +172,12 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("num_tiles", 6.0),),
         late_float_parameters=(("num_tiles", 3.0),),
     ),
+    "FoodCollector": Scenario(  # hybrid actions; lasers freeze agents; episodes end in the run
+        "FoodCollector",
+        options={"max_step": "60"},
+        float_parameters=(("agent_scale", 1.5),),
+        late_float_parameters=(("laser_length", 2.0),),
+    ),
     "WallJump": Scenario(
         "WallJump",
         num_agents=8,
