@@ -178,6 +178,13 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("agent_scale", 1.5),),
         late_float_parameters=(("laser_length", 2.0),),
     ),
+    "GridFoodCollector": Scenario(  # a 5-channel grid sent as two PNGs (3 + 2 channels)
+        "GridFoodCollector",
+        options={"max_step": "60"},
+        num_agents=10,
+        float_parameters=(("agent_scale", 1.2),),
+        late_float_parameters=(("laser_length", 2.0),),
+    ),
     "WallJump": Scenario(
         "WallJump",
         num_agents=8,

@@ -3,8 +3,8 @@
 
 This module holds the game shared by the three FoodCollector scenes (:class:`FoodCollectorGame`:
 arena, food, movement, laser, rewards, heuristic) and the ray-sensor scene ``FoodCollector``;
-:mod:`.grid_foodcollector` and :mod:`.visual_foodcollector` add the grid-sensor and camera
-versions, which differ only in what the agents observe.
+:mod:`.grid_foodcollector` adds the grid-sensor version, which differs only in what the agents
+observe (and in its behavior name and number of areas).
 
 ML-Agents facts followed (``FoodCollectorAgent.cs`` with hybrid actions, ``FoodCollectorArea.cs``,
 ``FoodCollectorSettings.cs``, ``FoodLogic.cs``, the agents, area and food of
@@ -83,15 +83,22 @@ from .registry import register_scene
 
 __all__ = [
     "AGENTS_PER_AREA",
+    "AGENT_HALF",
+    "AGENT_TAG",
     "AREA_RANGE",
     "BAD_FOOD_COUNT",
+    "BAD_FOOD_TAG",
     "FOOD_COUNT",
     "FOOD_RADIUS",
+    "FOOD_TAG",
     "FREEZE_STEPS",
+    "FROZEN_TAG",
     "LASER_LENGTH",
     "LASER_RADIUS",
     "TAGS",
     "WALL_HALF",
+    "WALL_TAG",
+    "WALL_THICKNESS",
     "FoodCollectorGame",
     "FoodCollectorScene",
 ]
