@@ -185,6 +185,13 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("agent_scale", 1.2),),
         late_float_parameters=(("laser_length", 2.0),),
     ),
+    "VisualFoodCollector": Scenario(  # a camera picture (PNG) and a vector per agent
+        "VisualFoodCollector",
+        options={"max_step": "60"},
+        num_agents=5,
+        float_parameters=(("agent_scale", 1.2),),
+        late_float_parameters=(("laser_length", 2.0),),
+    ),
     "WallJump": Scenario(
         "WallJump",
         num_agents=8,

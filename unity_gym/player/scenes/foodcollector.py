@@ -3,8 +3,9 @@
 
 This module holds the game shared by the three FoodCollector scenes (:class:`FoodCollectorGame`:
 arena, food, movement, laser, rewards, heuristic) and the ray-sensor scene ``FoodCollector``;
-:mod:`.grid_foodcollector` adds the grid-sensor version, which differs only in what the agents
-observe (and in its behavior name and number of areas).
+:mod:`.grid_foodcollector` and :mod:`.visual_foodcollector` add the grid-sensor and camera
+versions, which differ only in what the agents observe (and in their behavior names and numbers
+of areas).
 
 ML-Agents facts followed (``FoodCollectorAgent.cs`` with hybrid actions, ``FoodCollectorArea.cs``,
 ``FoodCollectorSettings.cs``, ``FoodLogic.cs``, the agents, area and food of
@@ -42,6 +43,9 @@ ML-Agents facts followed (``FoodCollectorAgent.cs`` with hybrid actions, ``FoodC
   material, 0.6, under gravity 9.81) takes ``0.6 g dt`` off the speed (:func:`~.pushblock.slide`).
   Holding forward approaches about 31 units/s.
 * Food (``Food.prefab``): a sphere collider of radius 0.75, tag ``food``; bad food ``badFood``.
+* Looks (materials, seen by the camera version): eating food shows the ``goodMaterial``, bad food
+  the ``badMaterial``, for 0.5 s (25 steps, ``m_EffectTime``); a frozen agent shows the
+  ``frozenMaterial`` until it thaws; thawing or the look's end restores the normal one.
 
 Sensors of this (ray) version, as documented for it ("53 corresponding to velocity of agent (2),
 whether agent is frozen and/or shot its laser (2), plus ray-based perception ... (49; 7 raycast
@@ -88,6 +92,7 @@ __all__ = [
     "AREA_RANGE",
     "BAD_FOOD_COUNT",
     "BAD_FOOD_TAG",
+    "EFFECT_STEPS",
     "FOOD_COUNT",
     "FOOD_RADIUS",
     "FOOD_TAG",
@@ -95,6 +100,10 @@ __all__ = [
     "FROZEN_TAG",
     "LASER_LENGTH",
     "LASER_RADIUS",
+    "LOOK_FROZEN",
+    "LOOK_NORMAL",
+    "LOOK_POISONED",
+    "LOOK_SATIATED",
     "TAGS",
     "WALL_HALF",
     "WALL_TAG",
@@ -126,6 +135,11 @@ LASER_RADIUS = 2.0
 LASER_LENGTH = 25.0
 #: Frozen for ``Time.time > frozenTime + 4``: thawed at the 201st step after the hit.
 FREEZE_STEPS = 200
+#: Poisoned or satiated look for ``Time.time > effectTime + 0.5``: 25 steps.
+EFFECT_STEPS = 25
+#: What an agent's renderer shows (its material): normal, bad (poisoned), good (satiated),
+#: frozen.
+LOOK_NORMAL, LOOK_POISONED, LOOK_SATIATED, LOOK_FROZEN = range(4)
 FIXED_DELTA_TIME = 0.02
 #: Detectable tags, in the sensors' order.
 TAGS = ("food", "agent", "wall", "badFood", "frozenAgent")
@@ -192,6 +206,12 @@ class FoodCollectorGame(MaxStepOption, Scene):
         self.frozen_at = np.zeros(shape, dtype=np.int64)
         #: Whether each agent fired on its last action (``m_Shoot``).
         self.shot = np.zeros(shape, dtype=bool)
+        #: The material each agent shows (``LOOK_*``), whether it is poisoned or satiated, and
+        #: since which step (``m_EffectTime``).
+        self.look = np.full(shape, LOOK_NORMAL, dtype=np.int64)
+        self.poisoned = np.zeros(shape, dtype=bool)
+        self.satiated = np.zeros(shape, dtype=bool)
+        self.effect_at = np.zeros(shape, dtype=np.int64)
         self.food = np.zeros((n, FOOD_COUNT + BAD_FOOD_COUNT, 2))
         #: Physics steps since start-up (Unity's ``Time.time`` / 0.02).
         self.clock = 0
@@ -219,6 +239,9 @@ class FoodCollectorGame(MaxStepOption, Scene):
         areas, agents = np.divmod(slots, AGENTS_PER_AREA)
         k = slots.size
         self.frozen[areas, agents] = False
+        self.poisoned[areas, agents] = False
+        self.satiated[areas, agents] = False
+        self.look[areas, agents] = LOOK_NORMAL
         self.shot[areas, agents] = False
         self.velocity[areas, agents] = 0.0
         self.position[areas, agents] = rng.uniform(-AREA_RANGE, AREA_RANGE, (k, 2))
@@ -244,6 +267,12 @@ class FoodCollectorGame(MaxStepOption, Scene):
             self.clock - self.frozen_at[areas, agents] > FREEZE_STEPS
         )
         self.frozen[areas[thawed], agents[thawed]] = False
+        self.look[areas[thawed], agents[thawed]] = LOOK_NORMAL
+        expired = self.clock - self.effect_at[areas, agents] > EFFECT_STEPS
+        expired &= self.poisoned[areas, agents] | self.satiated[areas, agents]
+        self.poisoned[areas[expired], agents[expired]] = False
+        self.satiated[areas[expired], agents[expired]] = False
+        self.look[areas[expired], agents[expired]] = LOOK_NORMAL
         act = np.clip(np.nan_to_num(continuous[:, :3]), -1.0, 1.0)
         firing = discrete[:, 0] > 0
         heading = self.heading[areas, agents] + np.radians(TURN_DEGREES_PER_STEP) * np.sign(
@@ -260,6 +289,7 @@ class FoodCollectorGame(MaxStepOption, Scene):
                 continue
             self.frozen[area, victim] = True
             self.frozen_at[area, victim] = self.clock
+            self.look[area, victim] = LOOK_FROZEN
             self.freezes += 1
             later = np.flatnonzero(
                 (areas == area) & (agents == victim) & (np.arange(slots.size) > index)
@@ -339,9 +369,14 @@ class FoodCollectorGame(MaxStepOption, Scene):
             if bad[item]:
                 batch.add_reward([slot], -1.0)
                 self.eaten_bad += 1
+                self.poisoned[area, agent] = True
+                self.look[area, agent] = LOOK_POISONED
             else:
                 batch.add_reward([slot], 1.0)
                 self.eaten_good += 1
+                self.satiated[area, agent] = True
+                self.look[area, agent] = LOOK_SATIATED
+            self.effect_at[area, agent] = self.clock
             self.food[area, item] = self.ctx.rng.uniform(-AREA_RANGE, AREA_RANGE, 2)
 
     # ---- observations shared by the versions -------------------------------------------------
