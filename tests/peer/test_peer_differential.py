@@ -172,6 +172,26 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("num_tiles", 6.0),),
         late_float_parameters=(("num_tiles", 3.0),),
     ),
+    "FoodCollector": Scenario(  # hybrid actions; lasers freeze agents; episodes end in the run
+        "FoodCollector",
+        options={"max_step": "60"},
+        float_parameters=(("agent_scale", 1.5),),
+        late_float_parameters=(("laser_length", 2.0),),
+    ),
+    "GridFoodCollector": Scenario(  # a 5-channel grid sent as two PNGs (3 + 2 channels)
+        "GridFoodCollector",
+        options={"max_step": "60"},
+        num_agents=10,
+        float_parameters=(("agent_scale", 1.2),),
+        late_float_parameters=(("laser_length", 2.0),),
+    ),
+    "VisualFoodCollector": Scenario(  # a camera picture (PNG) and a vector per agent
+        "VisualFoodCollector",
+        options={"max_step": "60"},
+        num_agents=5,
+        float_parameters=(("agent_scale", 1.2),),
+        late_float_parameters=(("laser_length", 2.0),),
+    ),
     "WallJump": Scenario(
         "WallJump",
         num_agents=8,
