@@ -456,6 +456,8 @@ class Match3Scene(Scene):
         #: Index of each behavior's first board in :attr:`boards`.
         self.offsets = {name: int(start) for name, start in zip(self.batches, starts, strict=True)}
         self.boards = Boards(sum(sizes))
+        #: Which behavior (its position in :attr:`batches`) each board belongs to.
+        self.owner = np.repeat(np.arange(len(sizes)), sizes)
         #: Moves counted in each board's episode (``Match3Agent.m_MovesMade``).
         self.moves_made = np.zeros(self.boards.rows.size, dtype=np.int64)
         #: Points cleared on each board since start-up (heuristic comparisons, tests).
@@ -480,16 +482,13 @@ class Match3Scene(Scene):
         rng = self.ctx.rng
         active = {name: np.flatnonzero(batch.active) for name, batch in self.batches.items()}
         every = np.concatenate([self.board_index(name, s) for name, s in active.items()])
-        owner = np.zeros(self.boards.rows.size, dtype=np.intp)
-        for number, name in enumerate(self.batches):
-            owner[self.offsets[name] : self.offsets[name] + self.batches[name].size] = number
         pending = every
         while pending.size:
             pending, points = self.boards.settle_once(pending, rng)
             self.points[pending] += points
             rewards = REWARD_PER_POINT * points.astype(np.float32)
             for number, (name, batch) in enumerate(self.batches.items()):
-                mine = owner[pending] == number
+                mine = self.owner[pending] == number
                 if mine.any():
                     batch.add_reward(pending[mine] - self.offsets[name], rewards[mine])
         stuck = every
