@@ -165,6 +165,11 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         num_agents=24,
         exercises=frozenset({"removals"}),
     ),
+    "Match3": Scenario(  # 4 behaviors, PNG boards, masks; agents decide themselves, interrupted
+        "Match3",
+        options={"max_moves": "40"},
+        exercises=frozenset({"masks"}),
+    ),
     "Sorter": Scenario(  # a BufferSensor of tiles; episodes end (interrupted) within the run
         "Sorter",
         options={"max_step": "40"},
