@@ -10,6 +10,7 @@ import pytest
 
 from unity_gym.player.build import build_executable
 from unity_gym.player.errors import PlayerError
+from unity_gym.player.scenes import scene_names
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,8 +63,8 @@ def test_num_agents_and_options_shape_the_scene() -> None:
     [
         (
             ["--scene", "Nope"],
-            "unknown scene 'Nope'; available scenes: "
-            "3DBall, 3DBallHard, Basic, DungeonEscape, GridWorld",
+            f"unknown scene 'Nope'; available scenes: {', '.join(scene_names())} "
+            "(or give package.module:ClassName)",
         ),
         (["--scene", "Stress", "--option", "bogus=1"], "scene Stress has no option 'bogus'"),
         (["--scene", "Stress", "--option", "obs_size"], "expected name=value"),
@@ -82,8 +83,7 @@ def test_configuration_errors_explain_the_fix(args: list[str], message: str) -> 
 def test_missing_scene_lists_the_scenes() -> None:
     result = _player("--max-steps", "1")
     assert result.returncode == 2
-    scenes = "3DBall, 3DBallHard, Basic, DungeonEscape, GridWorld"
-    assert f"--scene is required; scenes: {scenes}" in result.stderr
+    assert f"--scene is required; scenes: {', '.join(scene_names())}\n" in result.stderr
 
 
 def test_built_executable_runs_from_any_directory(tmp_path: Path) -> None:

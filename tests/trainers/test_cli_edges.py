@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from trainers.run_directory import INFERENCE_PREFIX
+from unity_gym.player.scenes import scene_names
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -177,7 +178,7 @@ def test_list_scenes_help_and_scene_typos(tmp_path: Path) -> None:
     text = " ".join(shown.stdout.split())
     assert shown.returncode == 0
     assert "PPO, SAC or POCA" in text and "PPO or SAC" not in text
-    assert "--list-scenes" in text and "3DBall, 3DBallHard, Basic, DungeonEscape, GridWorld" in text
+    assert "--list-scenes" in text and ", ".join(scene_names()) in text
 
     typo = _unity_train(tmp_path, "--scene", "3dbal", "--run-id", "typo")
     assert typo.returncode == 2
