@@ -8,6 +8,13 @@ observation of its next episode, ``info["terminal_observation"]`` (the final obs
 ``info["TimeLimit.truncated"]`` (the episode was cut short: Unity's ``interrupted``, or a game
 restart after a crash).
 
+An agent that leaves its game mid-episode (DungeonEscape's sacrificed agent) ends with
+``done=True`` and leaves its slot *vacant* until a new agent takes it: meanwhile the slot's
+``info["vacant"]`` is True, its reward 0, its observation the removed agent's final one, and its
+actions are ignored (see :mod:`unity_gym.vector.autoreset`). SB3 has no notion of absent
+agents, so it learns from those steps as zero-reward steps; scenes that remove agents are better
+trained with ``unity-train`` (MA-POCA), which skips them.
+
 SB3's per-environment calls address *agent slots*: each slot is an :class:`AgentSlot` object, on
 which ``get_attr``/``set_attr``/``env_method`` operate. ``seed(s)`` makes the next ``reset``
 relaunch game ``i`` with seed ``s + i`` (all slots of a game share its seed). Wrap the env in

@@ -120,6 +120,108 @@ def test_restart_truncates_running_slots_and_keeps_ended_ones() -> None:
     assert result.reward.tolist() == [2.0, 0.0]
 
 
+def test_next_step_departed_agent_leaves_a_vacant_slot_until_a_new_agent_takes_it() -> None:
+    slots = started(AutoresetMode.NEXT_STEP, [0, 1, 2])
+    # Step 1: agent 1 is removed (terminal report, no decision after it).
+    slots.begin_step()
+    routing = report(slots, decisions=[0, 2], terminals=[1], reward=1.0)
+    assert slots.release_departed().size == 0 and slots.complete
+    assert routing.terminal_obs == ([1], [0])
+    result = slots.finish()
+    assert result.terminated.tolist() == [False, True, False]
+    assert result.vacant.tolist() == [False, False, False]
+    # Step 2: slot 1 waits for a new episode; one decision of the others is not enough ...
+    slots.begin_step()
+    _, use_user = slots.action_sources([0, 2])
+    assert use_user.tolist() == [True, True]
+    report(slots, decisions=[0, 2], reward=2.0)
+    assert slots.release_departed().size == 0
+    assert slots.incomplete_slots() == [1]
+    # ... a second one is: the slot is vacant and the step ends.
+    report(slots, decisions=[0, 2], reward=3.0)
+    assert slots.release_departed().size == 0  # next-step mode: the terminal obs stays
+    assert slots.complete
+    result = slots.finish()
+    assert result.vacant.tolist() == [False, True, False]
+    assert result.reward.tolist() == [5.0, 0.0, 5.0]
+    assert not result.terminated.any() and not result.truncated.any()
+    # Step 3: the vacant slot is complete from the start; the others step as usual.
+    slots.begin_step()
+    assert slots.incomplete_slots() == [0, 2]
+    report(slots, decisions=[0, 2], reward=4.0)
+    assert slots.complete
+    result = slots.finish()
+    assert result.vacant.tolist() == [False, True, False]
+    assert result.reward.tolist() == [4.0, 0.0, 4.0]
+    # Step 4: a new agent (Unity gives a re-enabled agent a new id) takes the slot, acting with
+    # zeros; its first observation starts a new episode with reward 0.
+    slots.begin_step()
+    assert slots.action_sources([0, 5, 2])[1].tolist() == [True, False, True]
+    routing = report(slots, decisions=[0, 5, 2], reward=6.0)
+    assert routing.decision_obs == ([0, 1, 2], [0, 1, 2])
+    result = slots.finish()
+    assert result.agent_id.tolist() == [0, 5, 2]
+    assert result.vacant.tolist() == [False, False, False]
+    assert result.reward.tolist() == [6.0, 0.0, 6.0]
+    # Step 5: the new agent acts with the user's action.
+    slots.begin_step()
+    assert slots.action_sources([0, 5, 2])[1].tolist() == [True, True, True]
+
+
+def test_same_step_departed_agent_is_vacant_in_the_step_it_ends() -> None:
+    slots = started(AutoresetMode.SAME_STEP, [0, 1, 2])
+    slots.begin_step()
+    routing = report(slots, decisions=[0, 2], terminals=[1], reward=1.0)
+    assert routing.final_obs == ([1], [0])
+    assert slots.release_departed().size == 0
+    report(slots, decisions=[0, 2], reward=2.0)
+    # Released: its observation becomes the final one (the caller copies it).
+    assert slots.release_departed().tolist() == [1]
+    assert slots.complete
+    result = slots.finish()
+    assert result.terminated.tolist() == [False, True, False]
+    assert result.ended.tolist() == [False, True, False]
+    assert result.vacant.tolist() == [False, True, False]
+    assert result.reward.tolist() == [3.0, 1.0, 3.0]
+    slots.begin_step()
+    report(slots, decisions=[0, 2], reward=4.0)
+    assert slots.complete
+    result = slots.finish()
+    assert result.vacant.tolist() == [False, True, False]
+    assert not result.ended.any() and result.reward.tolist() == [4.0, 0.0, 4.0]
+    slots.begin_step()
+    report(slots, decisions=[7, 0, 2], reward=5.0)
+    result = slots.finish()
+    assert result.agent_id.tolist() == [0, 7, 2]
+    assert result.vacant.tolist() == [False, False, False]
+    assert result.reward.tolist() == [5.0, 0.0, 5.0]
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_slots_of_present_agents_are_never_released(mode: AutoresetMode) -> None:
+    """An agent that decides rarely (still in the game) keeps its step waiting."""
+    slots = started(mode, [0, 1])
+    slots.begin_step()
+    for _ in range(5):
+        report(slots, decisions=[0])
+        assert slots.release_departed().size == 0
+        assert slots.incomplete_slots() == [1]
+    report(slots, decisions=[1])
+    assert slots.complete
+    assert not slots.finish().vacant.any()
+
+
+def test_every_slot_empty_keeps_waiting() -> None:
+    """With no agent left at all the game must bring agents back: nothing is released."""
+    slots = started(AutoresetMode.SAME_STEP, [0])
+    slots.begin_step()
+    report(slots, terminals=[0])
+    for _ in range(3):
+        report(slots)
+        assert slots.release_departed().size == 0
+    assert not slots.complete
+
+
 def test_disabled_autoreset_is_refused() -> None:
     with pytest.raises(ValueError, match=r"NEXT_STEP or AutoresetMode\.SAME_STEP"):
         AgentSlots(2, AutoresetMode.DISABLED)
@@ -186,6 +288,7 @@ def test_shared_buffers_are_written_by_another_process() -> None:
         "info:agent_id": (),
         "info:group_id": (),
         "info:group_reward": (),
+        "info:vacant": (),
         "info:action_mask": (3,),
         "action:continuous": (2,),
         "action:discrete": (0,),

@@ -3,7 +3,10 @@
 The front hides the vector env's autoreset mode: with ``SAME_STEP`` the final observation of a
 finished episode comes from ``info["final_obs"]``; with ``NEXT_STEP`` (Gymnasium's default) the
 step after an episode end only resets the slot, so that step is reported with ``valid = False``
-(its action was ignored and it must not be learned from). Action masks are read from
+(its action was ignored and it must not be learned from). A slot whose agent left the game
+(``info["vacant"]``, e.g. DungeonEscape's sacrificed agent) is reported with ``valid = False``
+while it stays vacant and at the step a new agent takes it (whose observation starts a new
+episode). Action masks are read from
 ``info["action_mask"]`` (Gymnasium convention: one flat bool array per slot, ``True`` = allowed);
 slots without one get an all-allowed mask, and as long as the environment has never sent a mask
 the mask is ``None``. Group rewards and group ids are ``info["group_reward"]`` and
@@ -207,8 +210,12 @@ class VectorFront(GameFront):
         final_obs, final_mask = obs, mask
         if done.any():
             final_obs, final_mask = self._final_observations(obs, mask, infos, done)
+        vacant = infos.get("vacant") if isinstance(infos, dict) else None
+        left = np.zeros(n, dtype=bool) if vacant is None else np.asarray(vacant, bool).reshape(n)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            self._needs_reset[rows] = done
+            self._needs_reset[rows] = done | left
+        else:
+            self._needs_reset[rows] = left
         return FrontRows(
             agents=np.asarray(rows, dtype=np.int64),
             observations=obs,

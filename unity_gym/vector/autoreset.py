@@ -28,6 +28,17 @@ Rules shared by both modes:
 * slots are assigned in the order agents report at reset; an agent id never seen before (Unity
   gives a respawned agent a new id) takes over the slot of an agent whose episode ended.
 
+Agents that leave the game: an agent removed in the middle of its group's episode (DungeonEscape's
+sacrificed agent, Unity's ``SetActive(false)``) sends a terminal report and no decision after it;
+a new agent takes its slot only later (DungeonEscape: at the group's reset). A step stops waiting
+for such a slot once every slot still waiting is empty and every other slot's agent has decided
+twice in the step (a whole decision interval without the slot's agent). The slot is then
+*vacant* (``SlotResults.vacant``): reward 0, not terminated or truncated, its observation the
+last one shown (in same-step mode the removed agent's final observation), its actions ignored.
+Vacant slots are complete from the start of the next steps, so the others' steps go on as
+usual; the step in which a new agent takes the slot returns that agent's first observation as a
+new episode (reward 0), and the slot is no longer vacant.
+
 The class only does bookkeeping: it tells its caller which report rows to write where
 (:class:`Routing`), so it can be tested without a game.
 """
@@ -49,6 +60,8 @@ _READY = 0
 """The slot's last result was an observation the user will act on."""
 _ENDED = 1
 """(NEXT_STEP) The slot's last result ended an episode: its next action is ignored."""
+_VACANT = 2
+"""The slot's agent left the game and no agent has taken the slot yet (module docs)."""
 
 
 @dataclass
@@ -79,6 +92,7 @@ class SlotResults:
         group_id: the slot's agent's group (0 = none) at its last report.
         ended: an episode ended during the step (same-step mode: ``final_obs`` is set).
         final_agent_id: the agent whose episode ended (-1 where none did).
+        vacant: the slot's agent left the game and no agent has taken it yet (module docs).
     """
 
     reward: np.ndarray
@@ -89,6 +103,7 @@ class SlotResults:
     group_id: np.ndarray
     ended: np.ndarray
     final_agent_id: np.ndarray
+    vacant: np.ndarray
 
 
 class AgentSlots:
@@ -123,6 +138,8 @@ class AgentSlots:
         self._returns_new_episode = np.zeros(n, dtype=bool)
         self._user_action = np.zeros(n, dtype=bool)
         self._complete = np.zeros(n, dtype=bool)
+        self._decisions = np.zeros(n, dtype=np.int64)
+        self._left = np.zeros(n, dtype=bool)
         self._ended = np.zeros(n, dtype=bool)
         self._reward = np.zeros(n, dtype=np.float64)
         self._group_reward = np.zeros(n, dtype=np.float64)
@@ -145,16 +162,23 @@ class AgentSlots:
             self.agent_id.fill(-1)
             self._vacant.fill(True)
         self._clear_accumulators()
+        self._left.fill(False)
         self._returns_new_episode.fill(True)
         self._phase.fill(_READY)
 
     def begin_step(self) -> None:
-        """Start a vector step in which every ready slot acts with the user's action."""
+        """Start a vector step in which every ready slot acts with the user's action.
+
+        Vacant slots start complete: they keep reporting ``vacant`` unless a new agent takes
+        them during the step.
+        """
         self._clear_accumulators()
         ready = self._phase == _READY
         self._counting[:] = ready
         self._user_action[:] = ready
         self._returns_new_episode[:] = ~ready
+        self._left[:] = self._phase == _VACANT
+        self._complete[:] = self._left
 
     def begin_restart(self) -> np.ndarray:
         """Start collecting a restarted game's first observations in the middle of a step.
@@ -178,6 +202,7 @@ class AgentSlots:
             self._returns_new_episode.fill(True)
         self._counting.fill(False)
         self._user_action.fill(False)
+        self._left.fill(False)
         self._complete[:] = ~self._returns_new_episode
         self._slot_of.clear()
         self.agent_id.fill(-1)
@@ -196,6 +221,7 @@ class AgentSlots:
             self._phase[:] = np.where(ended, _ENDED, _READY)
         else:
             self._phase.fill(_READY)
+        self._left.fill(False)
 
     def finish(self) -> SlotResults:
         """End the step or reset and return the per-slot results."""
@@ -203,6 +229,7 @@ class AgentSlots:
             self._phase[:] = np.where(self._ended, _ENDED, _READY)
         else:
             self._phase.fill(_READY)
+        self._phase[self._left] = _VACANT
         return SlotResults(
             reward=self._reward.copy(),
             terminated=self._terminated.copy(),
@@ -212,6 +239,7 @@ class AgentSlots:
             group_id=self._group_id.copy(),
             ended=self._ended.copy(),
             final_agent_id=self._final_agent.copy(),
+            vacant=self._left.copy(),
         )
 
     @property
@@ -222,6 +250,33 @@ class AgentSlots:
     def incomplete_slots(self) -> list[int]:
         """Slots still waiting for a report."""
         return np.flatnonzero(~self._complete).tolist()
+
+    def release_departed(self) -> np.ndarray:
+        """Stop waiting for slots whose agents left the game (module docs); call after each
+        recorded reply.
+
+        The incomplete slots are released when all of them are empty (their agent's episode
+        ended and no agent took them), at least one slot is occupied, and every occupied slot's
+        agent has decided at least twice since the step began. Released slots become vacant.
+
+        Returns:
+            The released slots whose observation must become their final observation (those
+            that ended in this step, in same-step mode); empty where none.
+        """
+        waiting = ~self._complete
+        occupied = ~self._vacant
+        if (
+            not waiting.any()
+            or (waiting & occupied).any()
+            or not occupied.any()
+            or (self._decisions[occupied] < 2).any()
+        ):
+            return np.zeros(0, dtype=np.int64)
+        self._complete[waiting] = True
+        self._left[waiting] = True
+        if self.mode is AutoresetMode.NEXT_STEP:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(waiting & self._ended)
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -333,6 +388,7 @@ class AgentSlots:
         routing: Routing,
     ) -> None:
         self._vacant[slot] = False
+        self._decisions[slot] += 1
         if self._counting[slot]:
             self._reward[slot] += reward
             self._group_reward[slot] += group_reward
@@ -346,10 +402,14 @@ class AgentSlots:
             routing.decision_obs[0].append(slot)
             routing.decision_obs[1].append(row)
             self._complete[slot] = True
+            self._left[slot] = False
 
     def _claim(self, agent: int) -> int | None:
-        """Give a newly seen agent the first vacant slot, or None (it then acts with zeros)."""
-        vacant = np.flatnonzero(self._vacant)
+        """Give a newly seen agent the first empty slot (slots its agent left first), or None
+        (it then acts with zeros)."""
+        vacant = np.flatnonzero(self._vacant & self._left)
+        if vacant.size == 0:
+            vacant = np.flatnonzero(self._vacant)
         if vacant.size == 0:
             if agent not in self._unknown_warned:
                 self._unknown_warned.add(agent)
@@ -373,6 +433,7 @@ class AgentSlots:
         self._returns_new_episode.fill(False)
         self._user_action.fill(False)
         self._complete.fill(False)
+        self._decisions.fill(0)
         self._ended.fill(False)
         self._final_agent.fill(-1)
         self._reward.fill(0.0)

@@ -131,6 +131,7 @@ class BufferLayout:
             ArraySpec(f"{INFO_PREFIX}agent_id", (), "int64"),
             ArraySpec(f"{INFO_PREFIX}group_id", (), "int64"),
             ArraySpec(f"{INFO_PREFIX}group_reward", (), "float64"),
+            ArraySpec(f"{INFO_PREFIX}vacant", (), "bool"),
             ArraySpec(ACTION_CONTINUOUS, (continuous_size,), "float32"),
             ArraySpec(ACTION_DISCRETE, (discrete_size,), "int32"),
         ]

@@ -440,6 +440,12 @@ class GameWorker:
             terminals.group_reward,
         )
         self._write(routing, decisions, terminals)
+        final_as_obs = slots.release_departed()
+        if final_as_obs.size:
+            for name in list(self._rows):
+                if name.startswith(OBS_PREFIX):
+                    final = self._rows[FINAL_OBS_PREFIX + name[len(OBS_PREFIX) :]]
+                    self._rows[name][final_as_obs] = final[final_as_obs]
 
     def _write(self, routing: Routing, decisions: DecisionSteps, terminals: TerminalSteps) -> None:
         adapter = self._observation_adapter()
@@ -505,6 +511,7 @@ class GameWorker:
         rows[f"{INFO_PREFIX}agent_id"][...] = results.agent_id
         rows[f"{INFO_PREFIX}group_id"][...] = results.group_id
         rows[f"{INFO_PREFIX}group_reward"][...] = results.group_reward
+        rows[f"{INFO_PREFIX}vacant"][...] = results.vacant
         if ENDED in rows:
             rows[ENDED][...] = results.ended
             rows[FINAL_AGENT_ID][...] = results.final_agent_id

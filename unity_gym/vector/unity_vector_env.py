@@ -32,6 +32,10 @@ plus a ``_key`` mask):
 
 * ``agent_id``, ``group_id``, ``group_reward`` (summed like the reward), ``action_mask`` (discrete
   behaviors; flat, True = allowed, see :mod:`unity_gym.spaces`);
+* ``vacant`` (bool): the slot's agent left the game in the middle of its group's episode (e.g.
+  DungeonEscape's sacrificed agent) and no agent has taken the slot yet; such a slot reports
+  reward 0 and its last observation, and its actions are ignored (see
+  :mod:`unity_gym.vector.autoreset`);
 * same-step mode: ``final_obs`` (object array) and ``final_info`` for slots whose episode ended;
 * ``restart_reason`` (str) for the slots of a game that crashed or hung and was restarted; those
   slots report ``truncated=True``.
