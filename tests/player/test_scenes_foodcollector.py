@@ -12,6 +12,7 @@ import pytest
 from scene_harness import Played, idle_policy, play, random_policy
 
 from unity_gym.player.academy import AgentBatch
+from unity_gym.player.render import Canvas
 from unity_gym.player.scenes import Scene
 from unity_gym.player.scenes.foodcollector import (
     AGENTS_PER_AREA,
@@ -20,6 +21,8 @@ from unity_gym.player.scenes.foodcollector import (
     FOOD_RADIUS,
     FREEZE_STEPS,
     TAGS,
+    WALL_HALF,
+    WALL_THICKNESS,
     FoodCollectorScene,
 )
 
@@ -254,3 +257,33 @@ def test_the_heuristic_collects_far_more_than_chance() -> None:
         outcomes[name] = played.scene.eaten_good - played.scene.eaten_bad
     assert outcomes["heuristic"] >= 40
     assert outcomes["heuristic"] >= 10 * max(outcomes["random"], 1)
+
+
+def test_the_picture_shows_food_agents_their_looks_and_the_laser() -> None:
+    shoot = [1, 0, 0, 0, 0]
+    played = play(FoodCollectorScene, seed=4, policy=constant_policy([0.0, 0.0, 0.0], shoot))
+    played.step()
+    scene = played.scene
+    clear_area(played)
+    scene.food[0, 0] = [-20.0, 20.0]  # a good one
+    scene.food[0, FOOD_COUNT] = [20.0, 20.0]  # a bad one
+    scene.position[0, 0] = [0.0, 0.0]
+    scene.heading[0, 0] = 0.0
+    scene.position[0, 1] = [15.0, 1.5]
+    played.step()
+    assert scene.frozen[0, 1] and scene.shot[0, 0]
+    picture = scene.draw(0, (202, 202))
+    reach = WALL_HALF + WALL_THICKNESS
+    to_pixels = Canvas(202, 202, (-reach, -reach, reach, reach)).to_pixels
+
+    def at(x: float, y: float) -> tuple[int, ...]:
+        column, row = to_pixels([x, y])
+        return tuple(int(v) for v in picture[round(row), round(column)])
+
+    green, red, white = at(-20.0, 20.0), at(20.0, 20.0), at(8.0, 0.0)
+    assert green[1] > 150 and green[0] < 120, green
+    assert red[0] > 200 and red[1] < 120, red
+    assert min(white) > 240, f"no laser drawn ahead of the firing agent: {white}"
+    frozen, firing = at(15.0, 1.5), at(-0.3, 0.3)
+    assert abs(frozen[0] - frozen[2]) < 20 and frozen[0] > 100, f"frozen agent not grey: {frozen}"
+    assert firing[2] > 200 and firing[0] < 100, f"the agent should be blue: {firing}"

@@ -80,6 +80,7 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..raycast import RayPerceptionSpec, RayTargets
+from ..render import BLUE, FLOOR, GOLD, GREEN, GREY, PURPLE, RED, WALL, WHITE, Canvas, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .base import MaxStepOption, Scene
 from .pushblock import DEFAULT_MATERIAL_FRICTION, GRAVITY, slide, substep_count, unit_vectors
@@ -140,6 +141,13 @@ EFFECT_STEPS = 25
 #: What an agent's renderer shows (its material): normal, bad (poisoned), good (satiated),
 #: frozen.
 LOOK_NORMAL, LOOK_POISONED, LOOK_SATIATED, LOOK_FROZEN = range(4)
+#: The colour :meth:`FoodCollectorGame.draw` gives each look.
+_LOOK_COLOURS: dict[int, Colour] = {
+    LOOK_NORMAL: BLUE,
+    LOOK_POISONED: PURPLE,
+    LOOK_SATIATED: GOLD,
+    LOOK_FROZEN: GREY,
+}
 FIXED_DELTA_TIME = 0.02
 #: Detectable tags, in the sensors' order.
 TAGS = ("food", "agent", "wall", "badFood", "frozenAgent")
@@ -178,6 +186,7 @@ class FoodCollectorGame(MaxStepOption, Scene):
 
     default_area_count = 1
     fixed_delta_time = FIXED_DELTA_TIME
+    draw_size = (256, 256)
     option_specs = (MaxStepOption.option(MAX_STEP),)
     behavior_name = "FoodCollector"
 
@@ -391,6 +400,33 @@ class FoodCollectorGame(MaxStepOption, Scene):
     def agent_tags(self, areas: np.ndarray) -> np.ndarray:
         """Tag index of every agent of ``areas``, ``(k, 5)``: ``agent`` or ``frozenAgent``."""
         return np.where(self.frozen[areas], FROZEN_TAG, AGENT_TAG)
+
+    # ---- pictures for people -----------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The area from above: walls, good food (green) and bad food (red), the agents (blue;
+        grey while frozen, purple while poisoned, gold while satiated) with their headings, and
+        the laser (white, 25 units ahead) of agents that fired on their last action."""
+        reach = WALL_HALF + WALL_THICKNESS
+        canvas = Canvas(*size, (-reach, -reach, reach, reach))
+        canvas.rectangle((0.0, 0.0), (WALL_HALF, WALL_HALF), FLOOR, outline=WALL)
+        bad = self.is_bad
+        for centre, is_bad in zip(self.food[area], bad, strict=True):
+            canvas.circle(centre, FOOD_RADIUS, RED if is_bad else GREEN, min_pixels=3.0)
+        forward = unit_vectors(self.heading[area])
+        lasers = self.position[area] + LASER_LENGTH * forward
+        for shooter in np.flatnonzero(self.shot[area] & ~self.frozen[area]):
+            canvas.segments(
+                np.concatenate([self.position[area, shooter], lasers[shooter]]), WHITE, width=1.0
+            )
+        for agent in range(AGENTS_PER_AREA):
+            canvas.agent(
+                self.position[area, agent],
+                0.5 * float(self.scale[area, agent]),
+                float(self.heading[area, agent]),
+                _LOOK_COLOURS[int(self.look[area, agent])],
+            )
+        return canvas.picture()
 
     # ---- heuristic ---------------------------------------------------------------------------
 
