@@ -15,6 +15,7 @@ from scene_harness import play, player_alive
 
 from unity_gym.player.academy import AgentBatch
 from unity_gym.player.errors import PlayerError
+from unity_gym.player.render import BLUE, GOLD, GREEN, ORANGE, PURPLE, RED, Canvas
 from unity_gym.player.scenes import Scene
 from unity_gym.player.scenes.match3 import (
     COLUMNS,
@@ -530,3 +531,26 @@ def test_official_peer_plays_match3(peer: Callable[..., Any]) -> None:
     assert result["terminal"] and all(result["terminal"])
     assert set(result["lengths"]) == {5}
     assert result["code"] == 0 and not player_alive(result["pid"])
+
+
+def test_the_picture_shows_each_board_piece_in_its_colour() -> None:
+    played = play(Match3Scene, seed=4)
+    played.step(3)
+    scene = played.scene
+    width, height = 3 * COLUMNS + 2 * 1.5, 2 * (ROWS + 1.4) + 1.5
+    picture = scene.draw(1, (560, 440))
+    to_pixels = Canvas(560, 440, (0.0, 0.0, width, height)).to_pixels
+    colours = [np.round(255 * np.array(c)) for c in (RED, GREEN, BLUE, GOLD, PURPLE, ORANGE)]
+    # Area 1's third board (top row, right) is its first Match3VisualObs board.
+    board = int(scene.board_index("Match3VisualObs", [2])[0])
+    x0, y0 = 2 * (COLUMNS + 1.5), height - (ROWS + 1.4)
+    seen = 0
+    for row in range(int(scene.boards.rows[board])):
+        for column in range(int(scene.boards.columns[board])):
+            x, y = to_pixels([x0 + column + 0.5 + 0.3, y0 + row + 0.5])  # right of any dot
+            kind = int(scene.boards.types[board, row, column])
+            pixel = picture[round(y), round(x)].astype(int)
+            nearest = int(np.argmin([np.abs(pixel - c).sum() for c in colours]))
+            assert nearest == kind, (row, column, kind, pixel)
+            seen += 1
+    assert seen >= 36

@@ -68,6 +68,19 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
+from ..render import (
+    BACKGROUND,
+    BLUE,
+    FLOOR,
+    GOLD,
+    GREEN,
+    ORANGE,
+    PURPLE,
+    RED,
+    WHITE,
+    Canvas,
+    Colour,
+)
 from ..specs import ActionSpec, BehaviorSpec, Compression, SensorSpec
 from .base import Scene, SceneOption
 from .registry import register_scene
@@ -95,6 +108,10 @@ POINTS = np.array([1, 2, 3], dtype=np.int64)
 REWARD_PER_POINT = np.float32(0.01)
 MAX_MOVES = 500
 EMPTY = -1
+#: The colour of each cell type in :meth:`Match3Scene.draw`, and the layout of its boards.
+_PIECE_COLOURS: tuple[Colour, ...] = (RED, GREEN, BLUE, GOLD, PURPLE, ORANGE)
+_BOARD_GAP = 1.5
+_LABEL_HEIGHT = 1.4
 #: Stands for cells outside the current board while moves are evaluated.
 _OUTSIDE = -2
 RIGHT_MOVES = ROWS * (COLUMNS - 1)
@@ -398,6 +415,7 @@ class Match3Scene(Scene):
         "4 behaviors, 12 agents)"
     )
     default_area_count = 2
+    draw_size = (336, 264)
     option_specs: ClassVar[tuple[SceneOption, ...]] = (_max_moves_option(),)
 
     #: Agents per area of each behavior, in area order.
@@ -525,6 +543,42 @@ class Match3Scene(Scene):
         return mask
 
     # ---- actions -----------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """The area's six boards, two rows of three in behavior order (vector, visual, simple,
+        smart): each piece a square in its type's colour, special pieces with a white dot (larger
+        for special 2), cells outside the board's current size dark; above each board its
+        behavior and the points it cleared since start-up."""
+        boards = [
+            (name, int(board))
+            for name, count in self.PER_AREA
+            for board in self.board_index(name, np.arange(area * count, (area + 1) * count))
+        ]
+        per_row = 3
+        lines = -(-len(boards) // per_row)
+        width = per_row * COLUMNS + (per_row - 1) * _BOARD_GAP
+        height = lines * (ROWS + _LABEL_HEIGHT) + (lines - 1) * _BOARD_GAP
+        canvas = Canvas(*size, (0.0, 0.0, width, height))
+        label_size = max(8, round(canvas.pixels(0.8)))
+        for k, (name, board) in enumerate(boards):
+            x0 = (k % per_row) * (COLUMNS + _BOARD_GAP)
+            y0 = height - (k // per_row + 1) * (ROWS + _LABEL_HEIGHT) - (k // per_row) * _BOARD_GAP
+            canvas.rectangle((x0 + COLUMNS / 2, y0 + ROWS / 2), (COLUMNS / 2, ROWS / 2), BACKGROUND)
+            rows, columns = int(self.boards.rows[board]), int(self.boards.columns[board])
+            canvas.rectangle((x0 + columns / 2, y0 + rows / 2), (columns / 2, rows / 2), FLOOR)
+            for row in range(rows):
+                for column in range(columns):
+                    kind = int(self.boards.types[board, row, column])
+                    if kind == EMPTY:
+                        continue
+                    centre = (x0 + column + 0.5, y0 + row + 0.5)
+                    canvas.rectangle(centre, (0.42, 0.42), _PIECE_COLOURS[kind])
+                    special = int(self.boards.special[board, row, column])
+                    if special:
+                        canvas.circle(centre, 0.12 + 0.08 * special, WHITE)
+            label = f"{name.removeprefix('Match3').removesuffix('Obs')} {self.points[board]}"
+            canvas.text((x0 + COLUMNS / 2, y0 + ROWS + _LABEL_HEIGHT / 2), label, size=label_size)
+        return canvas.picture()
 
     def on_action_received(
         self,
