@@ -130,7 +130,8 @@ class AgentSlots:
         self.mode = mode
         self._slot_of: dict[int, int] = {}
         self.agent_id = np.full(num_slots, -1, dtype=np.int64)
-        self._vacant = np.ones(num_slots, dtype=bool)
+        #: No agent in the slot: its agent's episode ended and none has decided in it since.
+        self._empty = np.ones(num_slots, dtype=bool)
         self._phase = np.full(num_slots, _READY, dtype=np.int8)
         self._unknown_warned: set[int] = set()
         n = num_slots
@@ -138,8 +139,10 @@ class AgentSlots:
         self._returns_new_episode = np.zeros(n, dtype=bool)
         self._user_action = np.zeros(n, dtype=bool)
         self._complete = np.zeros(n, dtype=bool)
+        #: Decisions reported in each slot since the step began.
         self._decisions = np.zeros(n, dtype=np.int64)
-        self._left = np.zeros(n, dtype=bool)
+        #: The slot reports ``vacant`` in this step (its agent left the game; module docs).
+        self._vacant = np.zeros(n, dtype=bool)
         self._ended = np.zeros(n, dtype=bool)
         self._reward = np.zeros(n, dtype=np.float64)
         self._group_reward = np.zeros(n, dtype=np.float64)
@@ -160,9 +163,9 @@ class AgentSlots:
         if forget_agents:
             self._slot_of.clear()
             self.agent_id.fill(-1)
-            self._vacant.fill(True)
+            self._empty.fill(True)
         self._clear_accumulators()
-        self._left.fill(False)
+        self._vacant.fill(False)
         self._returns_new_episode.fill(True)
         self._phase.fill(_READY)
 
@@ -177,8 +180,8 @@ class AgentSlots:
         self._counting[:] = ready
         self._user_action[:] = ready
         self._returns_new_episode[:] = ~ready
-        self._left[:] = self._phase == _VACANT
-        self._complete[:] = self._left
+        self._vacant[:] = self._phase == _VACANT
+        self._complete[:] = self._vacant
 
     def begin_restart(self) -> np.ndarray:
         """Start collecting a restarted game's first observations in the middle of a step.
@@ -202,11 +205,11 @@ class AgentSlots:
             self._returns_new_episode.fill(True)
         self._counting.fill(False)
         self._user_action.fill(False)
-        self._left.fill(False)
+        self._vacant.fill(False)
         self._complete[:] = ~self._returns_new_episode
         self._slot_of.clear()
         self.agent_id.fill(-1)
-        self._vacant.fill(True)
+        self._empty.fill(True)
         return running
 
     def adopt_phases(self, ended: np.ndarray) -> None:
@@ -221,7 +224,7 @@ class AgentSlots:
             self._phase[:] = np.where(ended, _ENDED, _READY)
         else:
             self._phase.fill(_READY)
-        self._left.fill(False)
+        self._vacant.fill(False)
 
     def finish(self) -> SlotResults:
         """End the step or reset and return the per-slot results."""
@@ -229,7 +232,7 @@ class AgentSlots:
             self._phase[:] = np.where(self._ended, _ENDED, _READY)
         else:
             self._phase.fill(_READY)
-        self._phase[self._left] = _VACANT
+        self._phase[self._vacant] = _VACANT
         return SlotResults(
             reward=self._reward.copy(),
             terminated=self._terminated.copy(),
@@ -239,7 +242,7 @@ class AgentSlots:
             group_id=self._group_id.copy(),
             ended=self._ended.copy(),
             final_agent_id=self._final_agent.copy(),
-            vacant=self._left.copy(),
+            vacant=self._vacant.copy(),
         )
 
     @property
@@ -264,7 +267,7 @@ class AgentSlots:
             that ended in this step, in same-step mode); empty where none.
         """
         waiting = ~self._complete
-        occupied = ~self._vacant
+        occupied = ~self._empty
         if (
             not waiting.any()
             or (waiting & occupied).any()
@@ -273,7 +276,7 @@ class AgentSlots:
         ):
             return np.zeros(0, dtype=np.int64)
         self._complete[waiting] = True
-        self._left[waiting] = True
+        self._vacant[waiting] = True
         if self.mode is AutoresetMode.NEXT_STEP:
             return np.zeros(0, dtype=np.int64)
         return np.flatnonzero(waiting & self._ended)
@@ -357,7 +360,7 @@ class AgentSlots:
         group_reward: float,
         routing: Routing,
     ) -> None:
-        self._vacant[slot] = True
+        self._empty[slot] = True
         self._user_action[slot] = False
         if not self._counting[slot]:
             return  # an episode the user never saw, or one already reported as ended
@@ -387,7 +390,7 @@ class AgentSlots:
         group_reward: float,
         routing: Routing,
     ) -> None:
-        self._vacant[slot] = False
+        self._empty[slot] = False
         self._decisions[slot] += 1
         if self._counting[slot]:
             self._reward[slot] += reward
@@ -402,15 +405,15 @@ class AgentSlots:
             routing.decision_obs[0].append(slot)
             routing.decision_obs[1].append(row)
             self._complete[slot] = True
-            self._left[slot] = False
+            self._vacant[slot] = False
 
     def _claim(self, agent: int) -> int | None:
         """Give a newly seen agent the first empty slot (slots its agent left first), or None
         (it then acts with zeros)."""
-        vacant = np.flatnonzero(self._vacant & self._left)
-        if vacant.size == 0:
-            vacant = np.flatnonzero(self._vacant)
-        if vacant.size == 0:
+        free = np.flatnonzero(self._empty & self._vacant)
+        if free.size == 0:
+            free = np.flatnonzero(self._empty)
+        if free.size == 0:
             if agent not in self._unknown_warned:
                 self._unknown_warned.add(agent)
                 logger.warning(
@@ -420,7 +423,7 @@ class AgentSlots:
                     self.num_slots,
                 )
             return None
-        slot = int(vacant[0])
+        slot = int(free[0])
         previous = int(self.agent_id[slot])
         if previous >= 0:
             self._slot_of.pop(previous, None)
