@@ -177,6 +177,11 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         float_parameters=(("num_tiles", 6.0),),
         late_float_parameters=(("num_tiles", 3.0),),
     ),
+    "Worm": Scenario(  # MuJoCo physics, continuous 9, no actions between decisions; interrupted
+        "Worm",
+        options={"max_step": "60"},
+        num_agents=3,
+    ),
     "FoodCollector": Scenario(  # hybrid actions; lasers freeze agents; episodes end in the run
         "FoodCollector",
         options={"max_step": "60"},

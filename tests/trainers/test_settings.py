@@ -202,6 +202,8 @@ REFERENCE = {  # spec §10: (trainer, batch, buffer, hidden, layers, normalize, 
     "PushBlock_sac": ("sac", 128, 50000, 256, 2, False, 0.99, 64, 2000000),
     "Walker_ppo": ("ppo", 2048, 20480, 256, 3, True, 0.995, 1000, 30000000),
     "Walker_sac": ("sac", 1024, 2000000, 256, 3, True, 0.995, 1000, 15000000),
+    "Worm_ppo": ("ppo", 2024, 20240, 512, 3, True, 0.995, 1000, 7000000),
+    "Worm_sac": ("sac", 256, 500000, 512, 3, True, 0.995, 1000, 5000000),
     "Tennis_ppo": ("ppo", 2048, 20480, 256, 2, True, 0.99, 1000, 50000000),
     # the reference is POCA (not supported) with self-play: PPO with its hyperparameters
     "SoccerTwos_ppo": ("ppo", 2048, 20480, 512, 2, False, 0.99, 1000, 50000000),

@@ -1,0 +1,107 @@
+"""``unity-train`` with the shipped Worm configs (PPO and SAC) on the built-in scene.
+
+The runs load ``trainers/configs/Worm_ppo.yaml`` and ``Worm_sac.yaml`` as shipped (their keys
+and values are those of ML-Agents' ``config/ppo/Worm.yaml`` and ``config/sac/Worm.yaml``) and
+shorten only the run and the sizes that decide when the first update happens. The game is a
+real headless player over gRPC on 127.0.0.1 whose worms are simulated by MuJoCo: 10 agents
+deciding every 5 Academy steps, 64 observations and 9 continuous actions, which the ONNX model
+takes and gives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+import yaml
+from trainer_test_support import RunTrain, tensorboard_scalars
+
+from trainers.common.checkpoints.files import load_checkpoint
+
+pytest.importorskip("mujoco")
+
+pytestmark = pytest.mark.timeout(400)
+
+CONFIGS = Path(__file__).resolve().parents[2] / "trainers" / "configs"
+RUN_ARGS = ("--scene", "Worm", "--seed", "3", "--no-graphics", "--num-envs", "1",
+            "--env-args", "--option", "max_step=200")  # fmt: skip
+
+
+def _config(trainer: str) -> dict:  # type: ignore[type-arg]
+    return yaml.safe_load((CONFIGS / f"Worm_{trainer}.yaml").read_text(encoding="utf-8"))
+
+
+def test_shipped_configs_match_the_ml_agents_references() -> None:
+    network = {"normalize": True, "hidden_units": 512, "num_layers": 3, "vis_encode_type": "simple"}
+    ppo = _config("ppo")["behaviors"]["Worm"]
+    assert ppo["trainer_type"] == "ppo"
+    assert ppo["hyperparameters"] == {
+        "batch_size": 2024,
+        "buffer_size": 20240,
+        "learning_rate": 3.0e-4,
+        "beta": 5.0e-3,
+        "epsilon": 0.2,
+        "lambd": 0.95,
+        "num_epoch": 3,
+        "learning_rate_schedule": "linear",
+    }
+    assert ppo["network_settings"] == network
+    assert (ppo["max_steps"], ppo["time_horizon"], ppo["summary_freq"]) == (7000000, 1000, 30000)
+    sac = _config("sac")["behaviors"]["Worm"]
+    assert sac["trainer_type"] == "sac"
+    assert sac["hyperparameters"] == {
+        "learning_rate": 3.0e-4,
+        "learning_rate_schedule": "constant",
+        "batch_size": 256,
+        "buffer_size": 500000,
+        "buffer_init_steps": 0,
+        "tau": 0.005,
+        "steps_per_update": 20.0,
+        "save_replay_buffer": False,
+        "init_entcoef": 1.0,
+        "reward_signal_steps_per_update": 20.0,
+    }
+    assert sac["network_settings"] == network
+    assert (sac["max_steps"], sac["time_horizon"], sac["summary_freq"]) == (5000000, 1000, 30000)
+    for behavior in (ppo, sac):
+        assert behavior["reward_signals"] == {"extrinsic": {"gamma": 0.995, "strength": 1.0}}
+        assert behavior["keep_checkpoints"] == 5
+
+
+def _check_export(run: Path, trainer: str) -> None:
+    state = load_checkpoint(run / "Worm" / "checkpoint.pt")
+    assert state["trainer_type"] == trainer and state["update_count"] >= 1
+    scalars = tensorboard_scalars(run / "Worm")
+    assert scalars["Environment/Cumulative Reward"], "episodes of 200 steps ended"
+    session = onnxruntime.InferenceSession(str(run / "Worm.onnx"))
+    shapes = sorted((i.name, i.shape[1:]) for i in session.get_inputs())
+    assert ("obs_0", [64]) in shapes
+    feeds = {i.name: np.zeros((3, *i.shape[1:]), np.float32) for i in session.get_inputs()}
+    outputs = dict(
+        zip([o.name for o in session.get_outputs()], session.run(None, feeds), strict=True)
+    )
+    assert outputs["continuous_actions"].shape == (3, 9)
+
+
+def test_ppo_config_trains_worm_and_exports_onnx(run_train: RunTrain) -> None:
+    config = _config("ppo")
+    behavior = config["behaviors"]["Worm"]
+    behavior.update(max_steps=2000, summary_freq=500, checkpoint_interval=10**6, time_horizon=32)
+    behavior["hyperparameters"].update(buffer_size=320, batch_size=64, num_epoch=1)
+    run = run_train(config, *RUN_ARGS)
+    scalars = tensorboard_scalars(run / "Worm")
+    assert all(np.isfinite(scalars["Losses/Policy Loss"]))
+    _check_export(run, "ppo")
+
+
+def test_sac_config_trains_worm_and_exports_onnx(run_train: RunTrain) -> None:
+    config = _config("sac")
+    behavior = config["behaviors"]["Worm"]
+    behavior.update(max_steps=2000, summary_freq=500, checkpoint_interval=10**6)
+    behavior["hyperparameters"].update(batch_size=64, buffer_init_steps=200, steps_per_update=20.0)
+    run = run_train(config, *RUN_ARGS)
+    scalars = tensorboard_scalars(run / "Worm")
+    assert all(np.isfinite(scalars["Losses/Q1 Loss"]))
+    _check_export(run, "sac")

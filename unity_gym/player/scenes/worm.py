@@ -1,0 +1,625 @@
+"""Worm: a four-segment worm crawls towards a target (ML-Agents' ``Worm`` scene), on MuJoCo.
+
+Facts followed (ML-Agents' ``WormAgent.cs``, ``JointDriveController.cs``,
+``OrientationCubeController.cs``, ``TargetController.cs``, the prefabs ``Worm.prefab``,
+``PlatformWormDynamicTarget.prefab``, ``DynamicTargetPlatform.prefab``, ``DynamicTarget.prefab``
+and the scene ``Worm.unity``): behavior ``Worm?team=0``, 10 areas with one agent each, one vector
+sensor ``VectorSensor_size64`` (64,), 9 continuous actions, a DecisionRequester of period 5
+*without* actions between decisions, MaxStep 5000 (scene option ``max_step``), Unity's fixed
+timestep 0.01333 s and gravity 9.81 x 1.5 (the scene's settings object).
+
+Body (``Worm.prefab``, Unity's coordinates: y up, z forward; the root 1.65 above the floor):
+segment 0 (the head) is a capsule of radius 0.37 and height 2 along z; segments 1, 2 and 3 are
+capsules of radius 0.33, 0.28, 0.26 and height 1.5, 1.48, 1.46 along their local y, which is
+turned 90 degrees about x so that they lie behind the head (centres 1.3163, 2.441, 3.557 behind
+it); every segment weighs 10. Segments 0, 1 and 2 carry a ConfigurableJoint to the next one with
+two free angles (about x, the pitch, in -60..60 degrees and about the joint's y, the yaw, in
+-60..60; z locked), anchored where the two capsules meet. The head's ``mouth`` (tag ``agent``) is
+a sphere of radius 0.31 at the head's front.
+
+Actions (``WormAgent.OnActionReceived`` through ``JointDriveController``): actions 0-5 are the
+(pitch, yaw) targets of the joints of segments 0, 1, 2, each ``a`` mapped to ``60 a`` degrees
+(``lerp(low, high, (a + 1) / 2)``); actions 6-8 are the joints' strengths: the slerp drive gets
+spring 3000, damper 30 and a maximum force ``(a + 1) / 2 * 10000``. Before a joint's first action
+its drive is the prefab's (spring 1, damper 1, no force limit).
+
+Observations (``CollectObservations``, in this order, 64 floats), in the space of the
+*orientation cube*, which sits on the head and is turned (about y only) towards the target
+(``OrientationCubeController``; updated every FixedUpdate and at episode begin): the head's
+height above the floor / 10 (a downward ray of length 10; 1 when nothing is hit), the goal
+velocity (0, 0, 10), the angle between the cube's and the head's rotations / 180, the rotation
+from the head's forward to the cube's forward (x, y, z, w), the target's position in the cube's
+space; then per segment 0-3: ground contact (1/0), velocity and angular velocity in the cube's
+space, and for segments 1-3 the position relative to the head in the cube's space and the
+segment's rotation relative to its parent transform (the previous segment; x, y, z, w), and for
+segments 0-2 (those with a joint) the joint's current strength / 10000 (0 until its first
+action).
+
+Rewards (``FixedUpdate``, every Academy step): the product of the speed match
+``(1 - (min(|v_head - 10 f|, 10) / 10)^2)^2`` (``f`` the cube's forward) and the look-at reward
+``1 - angle / 180`` when the angle between the cube's and the head's rotations is below 30
+degrees, else 0. Touching the target gives no reward (``TouchedTarget`` is never wired: the target
+is spawned at run time and its prefab's collision events are empty); it only moves the target.
+
+Episodes: the body is put back to its starting pose with zero velocities and the head turned
+to a random yaw in [0, 360); the episode ends (``EndEpisode``) if the head is 2 below its start
+height, and is interrupted at MaxStep. The target (``DynamicTarget.prefab``: a 1 x 1 x 1 cube,
+``spawnRadius`` 40, ``respawnIfTouched``) is spawned once per agent at the worm's start and moved
+to ``start + insideUnitSphere * 40`` (height kept) at once and whenever the mouth touches it; it
+is not moved at episode begin. The area is a 100 x 100 floor with walls at +-50.
+
+Physics: MuJoCo (optional extra ``unity-gym[mujoco]``), one model holding every area's worm
+(areas 200 apart), stepped together: :data:`PHYSICS_SUBSTEPS` (3) steps of ``0.01333 / 3`` s
+per Academy step with the ``implicit`` integrator (``implicitfast`` and the semi-implicit Euler
+blow up under the stiff drives), friction 0.6 (Unity's default material),
+each joint as two hinges (pitch then yaw) whose position servo (``kp`` = spring, ``kv`` =
+damper, torque clamped to the drive's maximum force) stands in for PhysX's slerp drive. MuJoCo's
+numbers are Unity's numbers (y up): the simulated world is the mirror image of Unity's, which
+leaves the dynamics and every observed number as Unity computes them.
+
+Simplified or estimated: the joint drives are per-hinge PD servos rather than a slerp drive on
+the combined rotation, and the sign of the joint targets is the player's (the observations and
+actions are consistent with each other, not checked against PhysX); ``OnEpisodeBegin`` turns only
+the head in Unity (PhysX then pulls the body after it) while here the whole worm turns about the
+head; the eyes (two 1 kg spheres on springs) and the mouth's 1 kg are left out (the mouth is a
+massless collision sphere); the target is a fixed cube resting on the floor that the worm does
+not collide with (Unity's is a 1 kg rigid body that a random torque tumbles every 10 s); the
+ground check counts contacts with the floor only; the downward ray ignores the worm's own
+segments; ``maxAngularVelocity`` 30 is not enforced; the orientation cube's scale is taken as 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..academy import AgentBatch, SceneContext
+from ..errors import PlayerError
+from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
+from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
+from .base import MaxStepOption, Scene
+from .registry import register_scene
+
+__all__ = [
+    "ANCHORS",
+    "FIXED_DELTA_TIME",
+    "GRAVITY",
+    "JOINT_LIMIT_DEGREES",
+    "MAX_JOINT_FORCE",
+    "MAX_WALKING_SPEED",
+    "SEGMENT_COUNT",
+    "START_HEIGHT",
+    "WormScene",
+    "load_mujoco",
+    "worm_model_xml",
+]
+
+MAX_STEP = 5000
+FIXED_DELTA_TIME = 0.01333
+#: Unity's 9.81 times the scene's ``gravityMultiplier`` 1.5.
+GRAVITY = 9.81 * 1.5
+PHYSICS_SUBSTEPS = 3
+INTEGRATOR = "implicit"
+MAX_WALKING_SPEED = 10.0
+SEGMENT_COUNT = 4
+JOINT_COUNT = 3
+#: The worm's root above the floor (``Worm.prefab`` in ``PlatformWormDynamicTarget.prefab``).
+START_HEIGHT = 1.65
+#: Segment centres (x, y, z) relative to the root, behind one another along -z.
+SEGMENT_OFFSETS = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, -1.3163], [0.0, 0.0, -2.441],
+                            [0.0, 0.0, -3.557]])  # fmt: skip
+SEGMENT_RADII = (0.37, 0.33, 0.28, 0.26)
+SEGMENT_HEIGHTS = (2.0, 1.5, 1.48, 1.46)
+SEGMENT_MASS = 10.0
+#: Where segment ``s + 1`` (s = 0, 1, 2) hangs on segment ``s``: the joint's anchor in segment
+#: ``s + 1``'s frame (its local y points forward, towards the head).
+ANCHORS = (0.5163, 0.5747, 0.566)
+JOINT_LIMIT_DEGREES = 60.0
+MAX_JOINT_SPRING = 3000.0
+JOINT_DAMPEN = 30.0
+MAX_JOINT_FORCE = 10000.0
+#: The prefab's slerp drive before the first action: spring 1, damper 1, no force limit.
+PREFAB_SPRING = 1.0
+PREFAB_DAMPER = 1.0
+UNLIMITED_FORCE = 1.0e12
+FRICTION = 0.6
+MOUTH_CENTRE = np.array([-0.02, -0.034, 0.986])
+MOUTH_RADIUS = 0.31
+TARGET_HALF = 0.5
+TARGET_SPAWN_RADIUS = 40.0
+ARENA_HALF = 50.0
+WALL_HEIGHT = 8.0
+AREA_SPACING = 200.0
+RAY_LENGTH = 10.0
+FELL_DEPTH = 2.0
+FACING_LIMIT_DEGREES = 30.0
+_SEGMENT_COLOURS: tuple[Colour, ...] = (
+    BLUE,
+    (0.35, 0.55, 0.9),
+    (0.45, 0.5, 0.85),
+    (0.5, 0.45, 0.8),
+)
+_DIRECTION: Colour = GREEN
+
+
+def load_mujoco() -> Any:
+    """The ``mujoco`` module.
+
+    Raises:
+        PlayerError: if MuJoCo is not installed (the message names the extra to install).
+    """
+    try:
+        import mujoco
+    except ImportError as exc:
+        raise PlayerError(
+            "scene Worm simulates its physics with MuJoCo, which is not installed: "
+            'pip install "unity-gym[mujoco]"'
+        ) from exc
+    return mujoco
+
+
+def _segment_body(index: int, area: int) -> str:
+    """MJCF of segment ``index`` (and the ones behind it) of area ``area``'s worm."""
+    radius = SEGMENT_RADII[index]
+    half = 0.5 * SEGMENT_HEIGHTS[index] - radius
+    name = f"a{area}s{index}"
+    if index == 0:
+        geom = (
+            f'<geom name="{name}" type="capsule" size="{radius}" fromto="0 0 {-half} 0 0 {half}" '
+            f'mass="{SEGMENT_MASS}"/>'
+            f'<geom name="a{area}mouth" type="sphere" size="{MOUTH_RADIUS}" '
+            f'pos="{MOUTH_CENTRE[0]} {MOUTH_CENTRE[1]} {MOUTH_CENTRE[2]}" density="0"/>'
+        )
+        head = f'<freejoint name="a{area}root"/>'
+    else:
+        geom = (
+            f'<geom name="{name}" type="capsule" size="{radius}" fromto="0 {-half} 0 0 {half} 0" '
+            f'mass="{SEGMENT_MASS}"/>'
+        )
+        anchor = ANCHORS[index - 1]
+        limit = np.radians(JOINT_LIMIT_DEGREES)
+        head = "".join(
+            f'<joint name="a{area}j{index - 1}{axis_name}" type="hinge" pos="0 {anchor} 0" '
+            f'axis="{axis}" range="{-limit} {limit}"/>'
+            for axis_name, axis in (("pitch", "1 0 0"), ("yaw", "0 0 -1"))
+        )
+    inner = _segment_body(index + 1, area) if index + 1 < SEGMENT_COUNT else ""
+    if index == 0:
+        pos = f"{area * AREA_SPACING} {START_HEIGHT} 0"
+        quat = "1 0 0 0"
+    else:
+        # Segment 1 sits 1.3163 behind the head, turned 90 degrees about x; the others follow
+        # their parent unturned, along the parent's -y.
+        if index == 1:
+            pos = f"0 0 {SEGMENT_OFFSETS[1, 2]}"
+            quat = f"{np.sqrt(0.5)} {np.sqrt(0.5)} 0 0"
+        else:
+            step = SEGMENT_OFFSETS[index, 2] - SEGMENT_OFFSETS[index - 1, 2]
+            pos = f"0 {step} 0"
+            quat = "1 0 0 0"
+    return f'<body name="{name}" pos="{pos}" quat="{quat}">{head}{geom}{inner}</body>'
+
+
+def worm_model_xml(area_count: int) -> str:
+    """The MJCF model of ``area_count`` areas: a shared floor (normal +y), each area's four walls
+    and worm (areas :data:`AREA_SPACING` apart along x), a position servo per hinge."""
+    timestep = FIXED_DELTA_TIME / PHYSICS_SUBSTEPS
+    walls = []
+    for area in range(area_count):
+        x = area * AREA_SPACING
+        for name, (cx, cz, hx, hz) in {
+            "e": (ARENA_HALF, 0.0, 0.5, ARENA_HALF),
+            "w": (-ARENA_HALF, 0.0, 0.5, ARENA_HALF),
+            "n": (0.0, ARENA_HALF, ARENA_HALF, 0.5),
+            "s": (0.0, -ARENA_HALF, ARENA_HALF, 0.5),
+        }.items():
+            walls.append(
+                f'<geom name="a{area}wall{name}" type="box" '
+                f'pos="{x + cx} {0.5 * WALL_HEIGHT} {cz}" '
+                f'size="{hx} {0.5 * WALL_HEIGHT} {hz}"/>'
+            )
+    worms = "".join(_segment_body(0, area) for area in range(area_count))
+    actuators = "".join(
+        f'<position name="a{area}j{joint}{axis}" joint="a{area}j{joint}{axis}" '
+        f'kp="{PREFAB_SPRING}" kv="{PREFAB_DAMPER}" forcelimited="true" '
+        f'forcerange="{-UNLIMITED_FORCE} {UNLIMITED_FORCE}"/>'
+        for area in range(area_count)
+        for joint in range(JOINT_COUNT)
+        for axis in ("pitch", "yaw")
+    )
+    return (
+        '<mujoco model="worm">'
+        '<compiler angle="radian"/>'
+        f'<option timestep="{timestep}" gravity="0 {-GRAVITY} 0" integrator="{INTEGRATOR}"/>'
+        f'<default><geom friction="{FRICTION} 0.005 0.0001"/></default>'
+        "<worldbody>"
+        f'<geom name="floor" type="plane" size="0 0 1" quat="{np.sqrt(0.5)} {-np.sqrt(0.5)} 0 0"/>'
+        f"{''.join(walls)}{worms}"
+        "</worldbody>"
+        f"<actuator>{actuators}</actuator>"
+        "</mujoco>"
+    )
+
+
+def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Vectors ``v`` ``(..., 3)`` turned by quaternions ``q`` ``(..., 4)`` (x, y, z, w)."""
+    u = q[..., :3]
+    w = q[..., 3:4]
+    t = 2.0 * np.cross(u, v)
+    return np.asarray(v + w * t + np.cross(u, t))
+
+
+def _multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Quaternion products ``a * b`` (x, y, z, w)."""
+    ax, ay, az, aw = np.moveaxis(a, -1, 0)
+    bx, by, bz, bw = np.moveaxis(b, -1, 0)
+    return np.stack(
+        [
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ],
+        axis=-1,
+    )
+
+
+def _conjugate(q: np.ndarray) -> np.ndarray:
+    return np.concatenate([-q[..., :3], q[..., 3:]], axis=-1)
+
+
+def _yaw_quaternion(yaw: np.ndarray) -> np.ndarray:
+    """Unity's ``Quaternion.Euler(0, yaw, 0)`` for yaws in radians, (x, y, z, w)."""
+    zero = np.zeros_like(yaw)
+    return np.stack([zero, np.sin(yaw / 2.0), zero, np.cos(yaw / 2.0)], axis=-1)
+
+
+def _angle_degrees(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Unity's ``Quaternion.Angle``: the angle in degrees between rotations ``a`` and ``b``."""
+    dot = np.minimum(np.abs(np.einsum("...i,...i->...", a, b)), 1.0)
+    return np.where(dot > 1.0 - 1e-6, 0.0, np.degrees(2.0 * np.arccos(dot)))
+
+
+def _from_to(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Unity's ``Quaternion.FromToRotation`` for unit vectors ``(k, 3)``: the shortest turn."""
+    cross = np.cross(a, b)
+    w = 1.0 + np.einsum("ij,ij->i", a, b)
+    opposite = w < 1e-6
+    if opposite.any():  # half a turn about any axis at right angles to a: take y (or x)
+        other = np.where(np.abs(a[:, 1:2]) < 0.9, [[0.0, 1.0, 0.0]], [[1.0, 0.0, 0.0]])
+        axis = np.cross(a, other)
+        axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+        cross = np.where(opposite[:, None], axis, cross)
+        w = np.where(opposite, 0.0, w)
+    q = np.concatenate([cross, w[:, None]], axis=1)
+    return np.asarray(q / np.linalg.norm(q, axis=1, keepdims=True))
+
+
+def _into_cube(yaw: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``InverseTransformDirection`` of the cube turned by ``yaw`` (k,) about y, for ``v``
+    ``(k, ..., 3)``."""
+    shape = (-1,) + (1,) * (v.ndim - 2)
+    c = np.cos(yaw).reshape(shape)
+    s = np.sin(yaw).reshape(shape)
+    x, y, z = v[..., 0], v[..., 1], v[..., 2]
+    return np.stack([x * c - z * s, y, x * s + z * c], axis=-1)
+
+
+@register_scene
+class WormScene(MaxStepOption, Scene):
+    """Crawl towards a target with a four-segment worm (MuJoCo physics); one agent per area."""
+
+    name = "Worm"
+    summary = "a 4-segment worm crawls to a target (MuJoCo; continuous 9, obs 64, 10 agents)"
+    default_area_count = 10
+    fixed_delta_time = FIXED_DELTA_TIME
+    option_specs = (MaxStepOption.option(MAX_STEP),)
+
+    def behaviors(self) -> Sequence[BehaviorSpec]:
+        """``Worm?team=0``: obs (64,), continuous 9, period 5 without actions between
+        decisions, max step 5000 (option ``max_step``)."""
+        return [
+            BehaviorSpec(
+                name="Worm",
+                sensors=(SensorSpec("VectorSensor_size64", (64,)),),
+                action_spec=ActionSpec(continuous_size=9),
+                decision=DecisionSettings(period=5, take_actions_between_decisions=False),
+                max_step=self.max_step,
+            )
+        ]
+
+    # ---- set-up ------------------------------------------------------------------------------
+
+    def setup(self, context: SceneContext) -> None:
+        """Build the MuJoCo model of every area and the per-area state.
+
+        Raises:
+            PlayerError: if MuJoCo is not installed.
+        """
+        super().setup(context)
+        mujoco = load_mujoco()
+        self._mj = mujoco
+        n = context.area_count
+        self.model = mujoco.MjModel.from_xml_string(worm_model_xml(n))
+        self.data = mujoco.MjData(self.model)
+        model = self.model
+        body = mujoco.mjtObj.mjOBJ_BODY
+        geom = mujoco.mjtObj.mjOBJ_GEOM
+        joint = mujoco.mjtObj.mjOBJ_JOINT
+        self._bodies = np.array(
+            [[mujoco.mj_name2id(model, body, f"a{a}s{s}") for s in range(SEGMENT_COUNT)]
+             for a in range(n)]
+        )  # fmt: skip
+        self._segment_geoms = np.array(
+            [[mujoco.mj_name2id(model, geom, f"a{a}s{s}") for s in range(SEGMENT_COUNT)]
+             for a in range(n)]
+        )  # fmt: skip
+        self._floor = mujoco.mj_name2id(model, geom, "floor")
+        root = [mujoco.mj_name2id(model, joint, f"a{a}root") for a in range(n)]
+        self._qpos_root = np.array([model.jnt_qposadr[j] for j in root])
+        self._qvel_root = np.array([model.jnt_dofadr[j] for j in root])
+        hinges = [
+            [mujoco.mj_name2id(model, joint, f"a{a}j{j}{axis}")
+             for j in range(JOINT_COUNT) for axis in ("pitch", "yaw")]
+            for a in range(n)
+        ]  # fmt: skip
+        self._qpos_hinges = np.array([[model.jnt_qposadr[h] for h in row] for row in hinges])
+        self._qvel_hinges = np.array([[model.jnt_dofadr[h] for h in row] for row in hinges])
+        #: Geom id -> (area, segment) for the ground check (the mouth counts as the head).
+        self._geom_segment = np.full((model.ngeom, 2), -1, dtype=np.int64)
+        for a in range(n):
+            for s in range(SEGMENT_COUNT):
+                self._geom_segment[self._segment_geoms[a, s]] = (a, s)
+            self._geom_segment[mujoco.mj_name2id(model, geom, f"a{a}mouth")] = (a, 0)
+        self.origin = np.zeros((n, 3))
+        self.origin[:, 0] = np.arange(n) * AREA_SPACING
+        #: Target centre per area (world), the orientation cube's position and yaw (radians).
+        self.target = np.zeros((n, 3))
+        self.cube_position = self.origin + np.array([0.0, START_HEIGHT, 0.0])
+        self.cube_yaw = np.zeros(n)
+        #: Joint strengths (Unity's ``currentStrength``) and the drive each joint has.
+        self.strength = np.zeros((n, JOINT_COUNT))
+        self.touching = np.zeros((n, SEGMENT_COUNT), dtype=bool)
+        #: Times the mouth reached a target since start-up.
+        self.targets_reached = 0
+        self._refresh()
+
+    def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """``Initialize``: spawn the target at the worm's start and move it at once."""
+        for area in slots.tolist():
+            self._move_target(int(area))
+
+    def _move_target(self, area: int) -> None:
+        """``MoveTargetToRandomPosition``: start + insideUnitSphere * 40, resting on the floor."""
+        rng = self.ctx.rng
+        while True:
+            point = rng.uniform(-1.0, 1.0, 3)
+            if float(point @ point) <= 1.0:
+                break
+        self.target[area] = self.origin[area] + [
+            TARGET_SPAWN_RADIUS * point[0],
+            TARGET_HALF,
+            TARGET_SPAWN_RADIUS * point[2],
+        ]
+
+    # ---- state -------------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Positions, rotations and velocities of every body from ``qpos``/``qvel``."""
+        mujoco = self._mj
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+        mujoco.mj_comVel(self.model, self.data)
+        bodies = self._bodies
+        self.position = self.data.xpos[bodies].copy()  # (n, 4, 3)
+        wxyz = self.data.xquat[bodies]
+        self.rotation = np.concatenate([wxyz[..., 1:], wxyz[..., :1]], axis=-1)  # x, y, z, w
+        cvel = self.data.cvel[bodies]
+        centre = self.data.subtree_com[self.model.body_rootid[bodies]]
+        self.angular_velocity = cvel[..., :3].copy()
+        self.velocity = cvel[..., 3:] + np.cross(cvel[..., :3], self.position - centre)
+
+    def _ground_contacts(self) -> None:
+        """Which segments touch the floor (contacts of the last physics step)."""
+        self.touching[:] = False
+        count = self.data.ncon
+        if count == 0:
+            return
+        pairs = self.data.contact.geom[:count]
+        for first, second in ((0, 1), (1, 0)):
+            on_floor = pairs[:, first] == self._floor
+            found = self._geom_segment[pairs[on_floor, second]]
+            found = found[found[:, 0] >= 0]
+            self.touching[found[:, 0], found[:, 1]] = True
+
+    def _update_cubes(self, areas: np.ndarray | slice) -> None:
+        """``UpdateOrientation``: the cube turns towards the target (from where it was), then
+        moves onto the head."""
+        direction = self.target[areas] - self.cube_position[areas]
+        flat = np.hypot(direction[:, 0], direction[:, 2]) > 0.0
+        self.cube_yaw[areas] = np.where(flat, np.arctan2(direction[:, 0], direction[:, 2]), 0.0)
+        self.cube_position[areas] = self.position[areas, 0]
+
+    # ---- episode -----------------------------------------------------------------------------
+
+    def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """The starting pose, zero velocities, the worm turned to a random yaw about its head."""
+        yaw = np.radians(self.ctx.rng.uniform(0.0, 360.0, slots.size))
+        qpos = self.data.qpos
+        qvel = self.data.qvel
+        for area, turn in zip(slots.tolist(), yaw.tolist(), strict=True):
+            root = self._qpos_root[area]
+            qpos[root : root + 3] = self.origin[area] + [0.0, START_HEIGHT, 0.0]
+            qpos[root + 3 : root + 7] = [np.cos(turn / 2.0), 0.0, np.sin(turn / 2.0), 0.0]
+            qpos[self._qpos_hinges[area]] = 0.0
+            dof = self._qvel_root[area]
+            qvel[dof : dof + 6] = 0.0
+            qvel[self._qvel_hinges[area]] = 0.0
+        self._refresh()
+        self.touching[slots] = False
+        self._update_cubes(slots)
+
+    # ---- observations ------------------------------------------------------------------------
+
+    def collect_observations(self, batch: AgentBatch, slots: np.ndarray) -> Sequence[np.ndarray]:
+        """The 64 floats of ``CollectObservations`` (see the module documentation)."""
+        k = slots.size
+        yaw = self.cube_yaw[slots]
+        cube_rotation = _yaw_quaternion(yaw)
+        position = self.position[slots]
+        rotation = self.rotation[slots]
+        head = position[:, 0]
+        obs = np.empty((k, 64), dtype=np.float32)
+        height = head[:, 1] - self.origin[slots, 1]
+        obs[:, 0] = np.where((height >= 0.0) & (height <= RAY_LENGTH), height / RAY_LENGTH, 1.0)
+        obs[:, 1:4] = [0.0, 0.0, MAX_WALKING_SPEED]
+        obs[:, 4] = _angle_degrees(cube_rotation, rotation[:, 0]) / 180.0
+        forward = _rotate(rotation[:, 0], np.array([0.0, 0.0, 1.0]))
+        cube_forward = np.stack([np.sin(yaw), np.zeros(k), np.cos(yaw)], axis=1)
+        obs[:, 5:9] = _from_to(forward, cube_forward)
+        obs[:, 9:12] = _into_cube(yaw, self.target[slots] - self.cube_position[slots])
+        velocity = _into_cube(yaw, self.velocity[slots])
+        angular = _into_cube(yaw, self.angular_velocity[slots])
+        relative = _into_cube(yaw, position - head[:, None, :])
+        local = _multiply(_conjugate(rotation[:, :-1]), rotation[:, 1:])
+        strength = self.strength[slots] / MAX_JOINT_FORCE
+        touching = self.touching[slots]
+        column = 12
+        for segment in range(SEGMENT_COUNT):
+            obs[:, column] = touching[:, segment]
+            obs[:, column + 1 : column + 4] = velocity[:, segment]
+            obs[:, column + 4 : column + 7] = angular[:, segment]
+            column += 7
+            if segment > 0:
+                obs[:, column : column + 3] = relative[:, segment]
+                obs[:, column + 3 : column + 7] = local[:, segment - 1]
+                column += 7
+            if segment < JOINT_COUNT:
+                obs[:, column] = strength[:, segment]
+                column += 1
+        return [obs]
+
+    # ---- actions and physics -----------------------------------------------------------------
+
+    def on_action_received(
+        self,
+        batch: AgentBatch,
+        slots: np.ndarray,
+        continuous: np.ndarray,
+        discrete: np.ndarray,
+    ) -> None:
+        """Joint targets (actions 0-5) and strengths (6-8); end the episode of a fallen worm."""
+        actions = np.clip(continuous[:, :9].astype(np.float64), -1.0, 1.0)
+        targets = np.radians(JOINT_LIMIT_DEGREES) * actions[:, :6]
+        strength = (actions[:, 6:9] + 1.0) * 0.5 * MAX_JOINT_FORCE
+        self.strength[slots] = strength
+        model = self.model
+        for row, area in enumerate(slots.tolist()):
+            first = 6 * area
+            self.data.ctrl[first : first + 6] = targets[row]
+            limits = np.repeat(strength[row], 2)
+            model.actuator_gainprm[first : first + 6, 0] = MAX_JOINT_SPRING
+            model.actuator_biasprm[first : first + 6, 1] = -MAX_JOINT_SPRING
+            model.actuator_biasprm[first : first + 6, 2] = -JOINT_DAMPEN
+            model.actuator_forcerange[first : first + 6, 0] = -limits
+            model.actuator_forcerange[first : first + 6, 1] = limits
+        fell = self.position[slots, 0, 1] < self.origin[slots, 1] + START_HEIGHT - FELL_DEPTH
+        if fell.any():
+            batch.end_episode(slots[fell])
+
+    def after_academy_step(self) -> None:
+        """``FixedUpdate`` (cube update and reward), then the physics step, the ground contacts
+        and the target touches."""
+        every = slice(None)
+        self._update_cubes(every)
+        yaw = self.cube_yaw
+        goal = MAX_WALKING_SPEED * np.stack([np.sin(yaw), np.zeros_like(yaw), np.cos(yaw)], 1)
+        miss = np.minimum(np.linalg.norm(self.velocity[:, 0] - goal, axis=1), MAX_WALKING_SPEED)
+        speed_match = (1.0 - (miss / MAX_WALKING_SPEED) ** 2) ** 2
+        angle = _angle_degrees(_yaw_quaternion(yaw), self.rotation[:, 0])
+        facing = np.where(angle < FACING_LIMIT_DEGREES, 1.0 - angle / 180.0, 0.0)
+        self.ctx.batch("Worm").add_reward(np.arange(yaw.size), speed_match * facing)
+        step = self._mj.mj_step
+        for _ in range(PHYSICS_SUBSTEPS):
+            step(self.model, self.data)
+        self._refresh()
+        self._ground_contacts()
+        self._touch_targets()
+
+    def _touch_targets(self) -> None:
+        """Move the targets that a mouth touches (``respawnIfTouched``)."""
+        mouth = self.position[:, 0] + _rotate(self.rotation[:, 0], MOUTH_CENTRE)
+        offset = mouth - self.target
+        outside = np.maximum(np.abs(offset) - TARGET_HALF, 0.0)
+        touched = np.einsum("ij,ij->i", outside, outside) <= MOUTH_RADIUS**2
+        for area in np.flatnonzero(touched).tolist():
+            self.targets_reached += 1
+            self._move_target(int(area))
+
+    # ---- heuristic ---------------------------------------------------------------------------
+
+    def heuristic(
+        self, batch: AgentBatch, slots: np.ndarray, observations: Sequence[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A crawling gait: a wave of pitch travelling from head to tail at full strength, with
+        the yaw bent to turn the head towards the target."""
+        k = slots.size
+        time = batch.step_count[slots] * self.fixed_delta_time
+        phase = 2.0 * np.pi * GAIT_FREQUENCY * time
+        actions = np.zeros((k, 9), dtype=np.float32)
+        head = self.rotation[slots, 0]
+        forward = _rotate(head, np.array([0.0, 0.0, 1.0]))
+        to_target = self.target[slots] - self.position[slots, 0]
+        error = np.arctan2(to_target[:, 0], to_target[:, 2]) - np.arctan2(
+            forward[:, 0], forward[:, 2]
+        )
+        error = (error + np.pi) % (2.0 * np.pi) - np.pi
+        steer = np.clip(error / np.radians(45.0), -1.0, 1.0) * STEER_SIGN
+        for joint in range(JOINT_COUNT):
+            actions[:, 2 * joint] = GAIT_AMPLITUDES[joint] * np.sin(phase - joint * GAIT_LAG)
+            actions[:, 2 * joint + 1] = steer * STEER_SHARES[joint]
+        actions[:, 6:9] = 1.0
+        return actions, np.zeros((k, 0), np.int32)
+
+    # ---- pictures ----------------------------------------------------------------------------
+
+    def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
+        """From above, around the worm: the floor and walls, the target (orange), the cube's
+        direction to it (green) and the four segments (the head brightest)."""
+        head = self.position[area, 0]
+        x0, z0 = float(head[0]), float(head[2])
+        view = 8.0
+        canvas = Canvas(*size, (x0 - view, z0 - view, x0 + view, z0 + view))
+        origin = self.origin[area]
+        canvas.rectangle((origin[0], origin[2]), (ARENA_HALF, ARENA_HALF), FLOOR, outline=WALL)
+        target = self.target[area]
+        canvas.rectangle((target[0], target[2]), (TARGET_HALF, TARGET_HALF), ORANGE)
+        yaw = float(self.cube_yaw[area])
+        reach = min(float(np.hypot(target[0] - x0, target[2] - z0)), view)
+        canvas.segments(
+            [x0, z0, x0 + reach * np.sin(yaw), z0 + reach * np.cos(yaw)], _DIRECTION, width=1
+        )
+        axes = (np.array([0.0, 0.0, 1.0]), *([np.array([0.0, 1.0, 0.0])] * 3))
+        for segment in reversed(range(SEGMENT_COUNT)):
+            centre = self.position[area, segment]
+            axis = _rotate(self.rotation[area, segment], axes[segment])
+            half = 0.5 * SEGMENT_HEIGHTS[segment] - SEGMENT_RADII[segment]
+            ends = np.concatenate([(centre - half * axis)[[0, 2]], (centre + half * axis)[[0, 2]]])
+            width = canvas.pixels(2.0 * SEGMENT_RADII[segment])
+            canvas.segments(ends, _SEGMENT_COLOURS[segment], width=width)
+            for end in (ends[:2], ends[2:]):
+                canvas.circle(end, SEGMENT_RADII[segment], _SEGMENT_COLOURS[segment])
+        mouth = self.position[area, 0] + _rotate(self.rotation[area, 0], MOUTH_CENTRE)
+        canvas.circle(mouth[[0, 2]], 0.12, (1.0, 1.0, 1.0))
+        return canvas.picture()
+
+
+#: The heuristic's gait: waves per second, pitch amplitude per joint (the head's joint kept
+#: straight), the phase lag between joints, and how much each joint's yaw steers.
+GAIT_FREQUENCY = 1.5
+GAIT_AMPLITUDES = (0.0, 1.0, 1.0)
+GAIT_LAG = np.pi / 4.0
+STEER_SHARES = (0.0, 1.0, 1.0)
+STEER_SIGN = 1.0
