@@ -4,7 +4,9 @@ the session fixtures of the tests that run the reference peer against built play
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +37,15 @@ def pytest_configure(config: pytest.Config) -> None:
         ensure_peer_venv()
     except PeerUnavailableError as exc:
         os.environ[_PEER_ERROR_VAR] = str(exc)[-2000:]
+
+
+@pytest.fixture
+def terminal_sigint() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt as in a terminal, even when the suite was started with
+    SIGINT ignored (a shell ignores it for background jobs; Python then installs no handler)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(scope="session")

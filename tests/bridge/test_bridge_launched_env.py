@@ -7,7 +7,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -144,15 +144,6 @@ def test_no_orphans_remain(fake_game: Path, ending: str) -> None:
         del env
         gc.collect()
     assert eventually(lambda: group_members(group) == [])
-
-
-@pytest.fixture
-def terminal_sigint() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt as in a terminal, even when the suite was started with
-    SIGINT ignored (a shell ignores it for background jobs; Python then installs no handler)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
 
 
 def _signal_this_thread() -> None:
