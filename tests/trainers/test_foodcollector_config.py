@@ -9,25 +9,21 @@ the rays and the vector and returns 3 continuous actions and the laser branch.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime
 import pytest
-import yaml
-from trainer_test_support import RunTrain, tensorboard_scalars
-
-from trainers.common.checkpoints.files import load_checkpoint
+from trainer_test_support import RunTrain, shipped_config, shortened_run, tensorboard_scalars
 
 pytestmark = pytest.mark.timeout(300)
 
-CONFIGS = Path(__file__).resolve().parents[2] / "trainers" / "configs"
 RUN_ARGS = ("--scene", "FoodCollector", "--seed", "3", "--no-graphics", "--num-envs", "1",
             "--env-args", "--option", "max_step=200")  # fmt: skip
 
 
-def _config(trainer: str) -> dict:  # type: ignore[type-arg]
-    return yaml.safe_load((CONFIGS / f"FoodCollector_{trainer}.yaml").read_text(encoding="utf-8"))
+def _config(trainer: str) -> dict[str, Any]:
+    return shipped_config("FoodCollector", trainer)
 
 
 def test_shipped_configs_match_the_ml_agents_references() -> None:
@@ -74,9 +70,9 @@ def test_shipped_configs_match_the_ml_agents_references() -> None:
     assert sac["threaded"] is False
 
 
-def _check_export(run: Path, trainer: str) -> None:
-    state = load_checkpoint(run / "FoodCollector" / "checkpoint.pt")
-    assert state["trainer_type"] == trainer and state["update_count"] >= 1
+@pytest.mark.parametrize("trainer", ["ppo", "sac"])
+def test_config_trains_food_collector_and_exports_onnx(run_train: RunTrain, trainer: str) -> None:
+    run = shortened_run(run_train, _config(trainer), "FoodCollector", 1500, *RUN_ARGS)
     scalars = tensorboard_scalars(run / "FoodCollector")
     assert scalars["Environment/Cumulative Reward"], "episodes of 200 steps ended"
     session = onnxruntime.InferenceSession(str(run / "FoodCollector.onnx"))
@@ -89,25 +85,3 @@ def _check_export(run: Path, trainer: str) -> None:
     )
     assert outputs["continuous_actions"].shape == (3, 3)
     assert outputs["discrete_actions"].shape == (3, 1)
-
-
-def test_ppo_config_trains_food_collector_and_exports_onnx(run_train: RunTrain) -> None:
-    config = _config("ppo")
-    behavior = config["behaviors"]["FoodCollector"]
-    behavior.update(max_steps=1500, summary_freq=500, checkpoint_interval=10**6, time_horizon=32)
-    behavior["hyperparameters"].update(buffer_size=320, batch_size=64, num_epoch=1)
-    run = run_train(config, *RUN_ARGS)
-    scalars = tensorboard_scalars(run / "FoodCollector")
-    assert all(np.isfinite(scalars["Losses/Policy Loss"]))
-    _check_export(run, "ppo")
-
-
-def test_sac_config_trains_food_collector_and_exports_onnx(run_train: RunTrain) -> None:
-    config = _config("sac")
-    behavior = config["behaviors"]["FoodCollector"]
-    behavior.update(max_steps=1500, summary_freq=500, checkpoint_interval=10**6)
-    behavior["hyperparameters"].update(batch_size=64, buffer_init_steps=200, steps_per_update=20.0)
-    run = run_train(config, *RUN_ARGS)
-    scalars = tensorboard_scalars(run / "FoodCollector")
-    assert all(np.isfinite(scalars["Losses/Q1 Loss"]))
-    _check_export(run, "sac")

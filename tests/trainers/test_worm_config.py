@@ -10,27 +10,23 @@ takes and gives.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime
 import pytest
-import yaml
-from trainer_test_support import RunTrain, tensorboard_scalars
-
-from trainers.common.checkpoints.files import load_checkpoint
+from trainer_test_support import RunTrain, shipped_config, shortened_run, tensorboard_scalars
 
 pytest.importorskip("mujoco")
 
 pytestmark = pytest.mark.timeout(400)
 
-CONFIGS = Path(__file__).resolve().parents[2] / "trainers" / "configs"
 RUN_ARGS = ("--scene", "Worm", "--seed", "3", "--no-graphics", "--num-envs", "1",
             "--env-args", "--option", "max_step=200")  # fmt: skip
 
 
-def _config(trainer: str) -> dict:  # type: ignore[type-arg]
-    return yaml.safe_load((CONFIGS / f"Worm_{trainer}.yaml").read_text(encoding="utf-8"))
+def _config(trainer: str) -> dict[str, Any]:
+    return shipped_config("Worm", trainer)
 
 
 def test_shipped_configs_match_the_ml_agents_references() -> None:
@@ -70,9 +66,9 @@ def test_shipped_configs_match_the_ml_agents_references() -> None:
         assert behavior["keep_checkpoints"] == 5
 
 
-def _check_export(run: Path, trainer: str) -> None:
-    state = load_checkpoint(run / "Worm" / "checkpoint.pt")
-    assert state["trainer_type"] == trainer and state["update_count"] >= 1
+@pytest.mark.parametrize("trainer", ["ppo", "sac"])
+def test_config_trains_worm_and_exports_onnx(run_train: RunTrain, trainer: str) -> None:
+    run = shortened_run(run_train, _config(trainer), "Worm", 2000, *RUN_ARGS)
     scalars = tensorboard_scalars(run / "Worm")
     assert scalars["Environment/Cumulative Reward"], "episodes of 200 steps ended"
     session = onnxruntime.InferenceSession(str(run / "Worm.onnx"))
@@ -83,25 +79,3 @@ def _check_export(run: Path, trainer: str) -> None:
         zip([o.name for o in session.get_outputs()], session.run(None, feeds), strict=True)
     )
     assert outputs["continuous_actions"].shape == (3, 9)
-
-
-def test_ppo_config_trains_worm_and_exports_onnx(run_train: RunTrain) -> None:
-    config = _config("ppo")
-    behavior = config["behaviors"]["Worm"]
-    behavior.update(max_steps=2000, summary_freq=500, checkpoint_interval=10**6, time_horizon=32)
-    behavior["hyperparameters"].update(buffer_size=320, batch_size=64, num_epoch=1)
-    run = run_train(config, *RUN_ARGS)
-    scalars = tensorboard_scalars(run / "Worm")
-    assert all(np.isfinite(scalars["Losses/Policy Loss"]))
-    _check_export(run, "ppo")
-
-
-def test_sac_config_trains_worm_and_exports_onnx(run_train: RunTrain) -> None:
-    config = _config("sac")
-    behavior = config["behaviors"]["Worm"]
-    behavior.update(max_steps=2000, summary_freq=500, checkpoint_interval=10**6)
-    behavior["hyperparameters"].update(batch_size=64, buffer_init_steps=200, steps_per_update=20.0)
-    run = run_train(config, *RUN_ARGS)
-    scalars = tensorboard_scalars(run / "Worm")
-    assert all(np.isfinite(scalars["Losses/Q1 Loss"]))
-    _check_export(run, "sac")

@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 import torch
+import yaml
 from gymnasium import spaces
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from trainers.common.bookkeeping.stats import StatsReporter
+from trainers.common.checkpoints.files import load_checkpoint
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.common.trainer import TrainerContext
 from trainers.contract import BehaviorStep
@@ -201,6 +203,49 @@ def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def shipped_config(behavior_name: str, trainer: str) -> dict[str, Any]:
+    """``trainers/configs/<behavior_name>_<trainer>.yaml``, as shipped."""
+    path = REPO_ROOT / "trainers" / "configs" / f"{behavior_name}_{trainer}.yaml"
+    loaded: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def shortened_run(
+    run_train: RunTrain,
+    config: dict[str, Any],
+    behavior_name: str,
+    max_steps: int,
+    *args: str,
+    **hyperparameters: Any,
+) -> Path:
+    """Train a shipped config with only the run and the sizes that decide when the first update
+    happens shortened (PPO: horizon 32, buffer 320, batches of 64, one epoch; SAC: batches of 64
+    after 200 random steps, 20 updates a step; ``hyperparameters`` override these), then check
+    that its trainer updated with finite losses. ``args`` are ``unity-train``'s flags.
+
+    Returns:
+        The run's results folder.
+    """
+    behavior = config["behaviors"][behavior_name]
+    trainer = behavior["trainer_type"]
+    behavior.update(max_steps=max_steps, summary_freq=500, checkpoint_interval=10**6)
+    if trainer == "ppo":
+        behavior["time_horizon"] = 32
+        behavior["hyperparameters"].update(buffer_size=320, batch_size=64, num_epoch=1)
+    else:
+        behavior["hyperparameters"].update(
+            batch_size=64, buffer_init_steps=200, steps_per_update=20.0
+        )
+    behavior["hyperparameters"].update(hyperparameters)
+    run = run_train(config, *args)
+    state = load_checkpoint(run / behavior_name / "checkpoint.pt")
+    assert state["trainer_type"] == trainer and state["update_count"] >= 1
+    loss = "Losses/Policy Loss" if trainer == "ppo" else "Losses/Q1 Loss"
+    values = tensorboard_scalars(run / behavior_name)[loss]
+    assert values and all(np.isfinite(values)), f"{loss}: {values}"
+    return run
 
 
 def tensorboard_scalars(behavior_dir: Path) -> dict[str, list[float]]:
