@@ -221,10 +221,7 @@ class GameWorker:
         slots.begin_step()
         running = slots.begin_restart()
         if self.config.autoreset_mode is AutoresetMode.SAME_STEP:
-            for name in list(self._rows):
-                if name.startswith(OBS_PREFIX):
-                    final = self._rows[FINAL_OBS_PREFIX + name[len(OBS_PREFIX) :]]
-                    final[running] = self._rows[name][running]
+            self._copy_observations(running, to_final=True)
         try:
             self._absorb()
             self._run_until_complete()
@@ -442,10 +439,18 @@ class GameWorker:
         self._write(routing, decisions, terminals)
         final_as_obs = slots.release_departed()
         if final_as_obs.size:
-            for name in list(self._rows):
-                if name.startswith(OBS_PREFIX):
-                    final = self._rows[FINAL_OBS_PREFIX + name[len(OBS_PREFIX) :]]
-                    self._rows[name][final_as_obs] = final[final_as_obs]
+            self._copy_observations(final_as_obs, to_final=False)
+
+    def _copy_observations(self, slots: np.ndarray, *, to_final: bool) -> None:
+        """Copy the observation rows of ``slots`` into their final-observation rows
+        (``to_final``) or back (same-step mode keeps both)."""
+        for name in list(self._rows):
+            if name.startswith(OBS_PREFIX):
+                final = self._rows[FINAL_OBS_PREFIX + name[len(OBS_PREFIX) :]]
+                if to_final:
+                    final[slots] = self._rows[name][slots]
+                else:
+                    self._rows[name][slots] = final[slots]
 
     def _write(self, routing: Routing, decisions: DecisionSteps, terminals: TerminalSteps) -> None:
         adapter = self._observation_adapter()
@@ -483,11 +488,7 @@ class GameWorker:
             if during_step:
                 running = slots.begin_restart()
                 if self.config.autoreset_mode is AutoresetMode.SAME_STEP:
-                    for name in list(self._rows):
-                        if name.startswith(OBS_PREFIX):
-                            key = name[len(OBS_PREFIX) :]
-                            final = self._rows[FINAL_OBS_PREFIX + key]
-                            final[running] = self._rows[name][running]
+                    self._copy_observations(running, to_final=True)
             else:
                 slots.begin_reset()
             try:
