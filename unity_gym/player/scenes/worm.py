@@ -516,15 +516,15 @@ class WormScene(MaxStepOption, Scene):
         strength = (actions[:, 6:9] + 1.0) * 0.5 * MAX_JOINT_FORCE
         self.strength[slots] = strength
         model = self.model
-        for row, area in enumerate(slots.tolist()):
-            first = 6 * area
-            self.data.ctrl[first : first + 6] = targets[row]
-            limits = np.repeat(strength[row], 2)
-            model.actuator_gainprm[first : first + 6, 0] = MAX_JOINT_SPRING
-            model.actuator_biasprm[first : first + 6, 1] = -MAX_JOINT_SPRING
-            model.actuator_biasprm[first : first + 6, 2] = -JOINT_DAMPEN
-            model.actuator_forcerange[first : first + 6, 0] = -limits
-            model.actuator_forcerange[first : first + 6, 1] = limits
+        # Six actuators per area (pitch and yaw of 3 joints), all areas' rows at once.
+        rows = (6 * slots[:, None] + np.arange(6)).ravel()
+        limits = np.repeat(strength, 2, axis=1).ravel()
+        self.data.ctrl[rows] = targets.ravel()
+        model.actuator_gainprm[rows, 0] = MAX_JOINT_SPRING
+        model.actuator_biasprm[rows, 1] = -MAX_JOINT_SPRING
+        model.actuator_biasprm[rows, 2] = -JOINT_DAMPEN
+        model.actuator_forcerange[rows, 0] = -limits
+        model.actuator_forcerange[rows, 1] = limits
         fell = self.position[slots, 0, 1] < self.origin[slots, 1] + START_HEIGHT - FELL_DEPTH
         if fell.any():
             batch.end_episode(slots[fell])
