@@ -62,6 +62,8 @@ _ENDED = 1
 """(NEXT_STEP) The slot's last result ended an episode: its next action is ignored."""
 _VACANT = 2
 """The slot's agent left the game and no agent has taken the slot yet (module docs)."""
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
+_NO_SLOTS.flags.writeable = False
 
 
 @dataclass
@@ -266,19 +268,20 @@ class AgentSlots:
             The released slots whose observation must become their final observation (those
             that ended in this step, in same-step mode); empty where none.
         """
+        if self._complete.all():  # the usual case: nothing waits
+            return _NO_SLOTS
         waiting = ~self._complete
         occupied = ~self._empty
         if (
-            not waiting.any()
-            or (waiting & occupied).any()
+            (waiting & occupied).any()
             or not occupied.any()
             or (self._decisions[occupied] < 2).any()
         ):
-            return np.zeros(0, dtype=np.int64)
+            return _NO_SLOTS
         self._complete[waiting] = True
         self._vacant[waiting] = True
         if self.mode is AutoresetMode.NEXT_STEP:
-            return np.zeros(0, dtype=np.int64)
+            return _NO_SLOTS
         return np.flatnonzero(waiting & self._ended)
 
     # -- actions ----------------------------------------------------------------------------
