@@ -80,16 +80,18 @@ mouth and band (no rigid bodies) are left out; the target is a fixed cube restin
 the crawler does not collide with (Unity's is a 5 kg rigid body), and a part touches it when one of
 five points along its axis (the body: its centre) is within the part's radius of the cube; the
 ground check counts contacts with the floor only; the downward ray ignores the crawler's own parts;
-drag 0.05, ``maxAngularVelocity`` 30 and PhysX's solver iterations are not modelled; the
-orientation cube's scale is taken as 1. Not at hand, so estimated: release 21's own
-``CrawlerAgent.cs`` (the stored copies are older; the observations, actions and rewards follow the
-OrientationCube-era code and its close copies, and ``Crawler.prefab`` of ml-agents commit 23e48a1,
-whose vector size 32, 20 actions, MaxStep 5000 and drive settings agree), in particular that
-``OnEpisodeBegin`` draws the target walking speed every episode (the prefab serializes 15); release
-21's platform prefab (the replicator's): the crawler's height above the floor (1.65) and the walls
-(4 high) are taken from the earlier ``DynamicPlatform.prefab`` (the crawler 2 above a 1 thick
-floor). ML-Agents' docs give 172 observations, which is 32 plus the physics sensor with the virtual
-root's pose; the pose extractor leaves the root out by default, hence 126 here.
+drag 0.05, ``maxAngularVelocity`` 30 and PhysX's solver iterations are not modelled (under random
+actions the drives, up to 20000 N m on a 27 kg crawler, swing parts at tens of m/s and can throw a
+crawler several metres up); the orientation cube's scale is taken as 1. Not at hand, so estimated:
+release 21's own ``CrawlerAgent.cs`` (the stored copies are older; the observations, actions and
+rewards follow the OrientationCube-era code and its close copies, and ``Crawler.prefab`` of
+ml-agents commit 23e48a1, whose vector size 32, 20 actions, MaxStep 5000 and drive settings agree),
+in particular that ``OnEpisodeBegin`` draws the target walking speed every episode (the prefab
+serializes 15); release 21's platform prefab (the replicator's): the crawler's height above the
+floor (1.65) and the walls (4 high) are taken from the earlier ``DynamicPlatform.prefab`` (the
+crawler 2 above a 1 thick floor). ML-Agents' docs give 172 observations, which is 32 plus the
+physics sensor with the virtual root's pose; the pose extractor leaves the root out by default,
+hence 126 here.
 """
 
 from __future__ import annotations
