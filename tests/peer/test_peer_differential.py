@@ -182,6 +182,11 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         options={"max_step": "60"},
         num_agents=3,
     ),
+    "Crawler": Scenario(  # MuJoCo, two vector sensors, continuous 20; falls end episodes at -1
+        "Crawler",
+        options={"max_step": "60"},
+        num_agents=3,
+    ),
     "FoodCollector": Scenario(  # hybrid actions; lasers freeze agents; episodes end in the run
         "FoodCollector",
         options={"max_step": "60"},
