@@ -71,14 +71,27 @@ segments; ``maxAngularVelocity`` 30 is not enforced; the orientation cube's scal
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
-from ..errors import PlayerError
 from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
+from .articulated import (
+    angle_degrees,
+    arena_xml,
+    body_states,
+    conjugate,
+    floor_contacts,
+    from_to,
+    into_cube,
+    load_mujoco,
+    multiply,
+    point_in_unit_sphere,
+    rotate,
+    yaw_quaternion,
+    yaw_towards,
+)
 from .base import MaxStepOption, Scene
 from .registry import register_scene
 
@@ -92,7 +105,6 @@ __all__ = [
     "SEGMENT_COUNT",
     "START_HEIGHT",
     "WormScene",
-    "load_mujoco",
     "worm_model_xml",
 ]
 
@@ -144,22 +156,6 @@ _SEGMENT_COLOURS: tuple[Colour, ...] = (
 _DIRECTION: Colour = GREEN
 
 
-def load_mujoco() -> Any:
-    """The ``mujoco`` module.
-
-    Raises:
-        PlayerError: if MuJoCo is not installed (the message names the extra to install).
-    """
-    try:
-        import mujoco
-    except ImportError as exc:
-        raise PlayerError(
-            "scene Worm simulates its physics with MuJoCo, which is not installed: "
-            'pip install "unity-gym[mujoco]"'
-        ) from exc
-    return mujoco
-
-
 def _segment_body(index: int, area: int) -> str:
     """MJCF of segment ``index`` (and the ones behind it) of area ``area``'s worm."""
     radius = SEGMENT_RADII[index]
@@ -206,20 +202,6 @@ def worm_model_xml(area_count: int) -> str:
     """The MJCF model of ``area_count`` areas: a shared floor (normal +y), each area's four walls
     and worm (areas :data:`AREA_SPACING` apart along x), a position servo per hinge."""
     timestep = FIXED_DELTA_TIME / PHYSICS_SUBSTEPS
-    walls = []
-    for area in range(area_count):
-        x = area * AREA_SPACING
-        for name, (cx, cz, hx, hz) in {
-            "e": (ARENA_HALF, 0.0, 0.5, ARENA_HALF),
-            "w": (-ARENA_HALF, 0.0, 0.5, ARENA_HALF),
-            "n": (0.0, ARENA_HALF, ARENA_HALF, 0.5),
-            "s": (0.0, -ARENA_HALF, ARENA_HALF, 0.5),
-        }.items():
-            walls.append(
-                f'<geom name="a{area}wall{name}" type="box" '
-                f'pos="{x + cx} {0.5 * WALL_HEIGHT} {cz}" '
-                f'size="{hx} {0.5 * WALL_HEIGHT} {hz}"/>'
-            )
     worms = "".join(_segment_body(0, area) for area in range(area_count))
     actuators = "".join(
         f'<position name="a{area}j{joint}{axis}" joint="a{area}j{joint}{axis}" '
@@ -235,76 +217,11 @@ def worm_model_xml(area_count: int) -> str:
         f'<option timestep="{timestep}" gravity="0 {-GRAVITY} 0" integrator="{INTEGRATOR}"/>'
         f'<default><geom friction="{FRICTION} 0.005 0.0001"/></default>'
         "<worldbody>"
-        f'<geom name="floor" type="plane" size="0 0 1" quat="{np.sqrt(0.5)} {-np.sqrt(0.5)} 0 0"/>'
-        f"{''.join(walls)}{worms}"
+        f"{arena_xml(area_count, AREA_SPACING, ARENA_HALF, WALL_HEIGHT)}{worms}"
         "</worldbody>"
         f"<actuator>{actuators}</actuator>"
         "</mujoco>"
     )
-
-
-def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Vectors ``v`` ``(..., 3)`` turned by quaternions ``q`` ``(..., 4)`` (x, y, z, w)."""
-    u = q[..., :3]
-    w = q[..., 3:4]
-    t = 2.0 * np.cross(u, v)
-    return np.asarray(v + w * t + np.cross(u, t))
-
-
-def _multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Quaternion products ``a * b`` (x, y, z, w)."""
-    ax, ay, az, aw = np.moveaxis(a, -1, 0)
-    bx, by, bz, bw = np.moveaxis(b, -1, 0)
-    return np.stack(
-        [
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz,
-        ],
-        axis=-1,
-    )
-
-
-def _conjugate(q: np.ndarray) -> np.ndarray:
-    return np.concatenate([-q[..., :3], q[..., 3:]], axis=-1)
-
-
-def _yaw_quaternion(yaw: np.ndarray) -> np.ndarray:
-    """Unity's ``Quaternion.Euler(0, yaw, 0)`` for yaws in radians, (x, y, z, w)."""
-    zero = np.zeros_like(yaw)
-    return np.stack([zero, np.sin(yaw / 2.0), zero, np.cos(yaw / 2.0)], axis=-1)
-
-
-def _angle_degrees(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Unity's ``Quaternion.Angle``: the angle in degrees between rotations ``a`` and ``b``."""
-    dot = np.minimum(np.abs(np.einsum("...i,...i->...", a, b)), 1.0)
-    return np.where(dot > 1.0 - 1e-6, 0.0, np.degrees(2.0 * np.arccos(dot)))
-
-
-def _from_to(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Unity's ``Quaternion.FromToRotation`` for unit vectors ``(k, 3)``: the shortest turn."""
-    cross = np.cross(a, b)
-    w = 1.0 + np.einsum("ij,ij->i", a, b)
-    opposite = w < 1e-6
-    if opposite.any():  # half a turn about any axis at right angles to a: take y (or x)
-        other = np.where(np.abs(a[:, 1:2]) < 0.9, [[0.0, 1.0, 0.0]], [[1.0, 0.0, 0.0]])
-        axis = np.cross(a, other)
-        axis /= np.linalg.norm(axis, axis=1, keepdims=True)
-        cross = np.where(opposite[:, None], axis, cross)
-        w = np.where(opposite, 0.0, w)
-    q = np.concatenate([cross, w[:, None]], axis=1)
-    return np.asarray(q / np.linalg.norm(q, axis=1, keepdims=True))
-
-
-def _into_cube(yaw: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``InverseTransformDirection`` of the cube turned by ``yaw`` (k,) about y, for ``v``
-    ``(k, ..., 3)``."""
-    shape = (-1,) + (1,) * (v.ndim - 2)
-    c = np.cos(yaw).reshape(shape)
-    s = np.sin(yaw).reshape(shape)
-    x, y, z = v[..., 0], v[..., 1], v[..., 2]
-    return np.stack([x * c - z * s, y, x * s + z * c], axis=-1)
 
 
 @register_scene
@@ -339,7 +256,7 @@ class WormScene(MaxStepOption, Scene):
             PlayerError: if MuJoCo is not installed.
         """
         super().setup(context)
-        mujoco = load_mujoco()
+        mujoco = load_mujoco("Worm")
         self._mj = mujoco
         n = context.area_count
         self.model = mujoco.MjModel.from_xml_string(worm_model_xml(n))
@@ -393,11 +310,7 @@ class WormScene(MaxStepOption, Scene):
 
     def _move_target(self, area: int) -> None:
         """``MoveTargetToRandomPosition``: start + insideUnitSphere * 40, resting on the floor."""
-        rng = self.ctx.rng
-        while True:
-            point = rng.uniform(-1.0, 1.0, 3)
-            if float(point @ point) <= 1.0:
-                break
+        point = point_in_unit_sphere(self.ctx.rng)
         self.target[area] = self.origin[area] + [
             TARGET_SPAWN_RADIUS * point[0],
             TARGET_HALF,
@@ -408,38 +321,20 @@ class WormScene(MaxStepOption, Scene):
 
     def _refresh(self) -> None:
         """Positions, rotations and velocities of every body from ``qpos``/``qvel``."""
-        mujoco = self._mj
-        mujoco.mj_kinematics(self.model, self.data)
-        mujoco.mj_comPos(self.model, self.data)
-        mujoco.mj_comVel(self.model, self.data)
-        bodies = self._bodies
-        self.position = self.data.xpos[bodies].copy()  # (n, 4, 3)
-        wxyz = self.data.xquat[bodies]
-        self.rotation = np.concatenate([wxyz[..., 1:], wxyz[..., :1]], axis=-1)  # x, y, z, w
-        cvel = self.data.cvel[bodies]
-        centre = self.data.subtree_com[self.model.body_rootid[bodies]]
-        self.angular_velocity = cvel[..., :3].copy()
-        self.velocity = cvel[..., 3:] + np.cross(cvel[..., :3], self.position - centre)
+        states = body_states(self._mj, self.model, self.data, self._bodies)
+        self.position = states.position  # (n, 4, 3)
+        self.rotation = states.rotation  # x, y, z, w
+        self.velocity = states.velocity
+        self.angular_velocity = states.angular_velocity
 
     def _ground_contacts(self) -> None:
         """Which segments touch the floor (contacts of the last physics step)."""
-        self.touching[:] = False
-        count = self.data.ncon
-        if count == 0:
-            return
-        pairs = self.data.contact.geom[:count]
-        for first, second in ((0, 1), (1, 0)):
-            on_floor = pairs[:, first] == self._floor
-            found = self._geom_segment[pairs[on_floor, second]]
-            found = found[found[:, 0] >= 0]
-            self.touching[found[:, 0], found[:, 1]] = True
+        floor_contacts(self.data, self._floor, self._geom_segment, self.touching)
 
     def _update_cubes(self, areas: np.ndarray | slice) -> None:
         """``UpdateOrientation``: the cube turns towards the target (from where it was), then
         moves onto the head."""
-        direction = self.target[areas] - self.cube_position[areas]
-        flat = np.hypot(direction[:, 0], direction[:, 2]) > 0.0
-        self.cube_yaw[areas] = np.where(flat, np.arctan2(direction[:, 0], direction[:, 2]), 0.0)
+        self.cube_yaw[areas] = yaw_towards(self.target[areas], self.cube_position[areas])
         self.cube_position[areas] = self.position[areas, 0]
 
     # ---- episode -----------------------------------------------------------------------------
@@ -467,7 +362,7 @@ class WormScene(MaxStepOption, Scene):
         """The 64 floats of ``CollectObservations`` (see the module documentation)."""
         k = slots.size
         yaw = self.cube_yaw[slots]
-        cube_rotation = _yaw_quaternion(yaw)
+        cube_rotation = yaw_quaternion(yaw)
         position = self.position[slots]
         rotation = self.rotation[slots]
         head = position[:, 0]
@@ -475,15 +370,15 @@ class WormScene(MaxStepOption, Scene):
         height = head[:, 1] - self.origin[slots, 1]
         obs[:, 0] = np.where((height >= 0.0) & (height <= RAY_LENGTH), height / RAY_LENGTH, 1.0)
         obs[:, 1:4] = [0.0, 0.0, MAX_WALKING_SPEED]
-        obs[:, 4] = _angle_degrees(cube_rotation, rotation[:, 0]) / 180.0
-        forward = _rotate(rotation[:, 0], np.array([0.0, 0.0, 1.0]))
+        obs[:, 4] = angle_degrees(cube_rotation, rotation[:, 0]) / 180.0
+        forward = rotate(rotation[:, 0], np.array([0.0, 0.0, 1.0]))
         cube_forward = np.stack([np.sin(yaw), np.zeros(k), np.cos(yaw)], axis=1)
-        obs[:, 5:9] = _from_to(forward, cube_forward)
-        obs[:, 9:12] = _into_cube(yaw, self.target[slots] - self.cube_position[slots])
-        velocity = _into_cube(yaw, self.velocity[slots])
-        angular = _into_cube(yaw, self.angular_velocity[slots])
-        relative = _into_cube(yaw, position - head[:, None, :])
-        local = _multiply(_conjugate(rotation[:, :-1]), rotation[:, 1:])
+        obs[:, 5:9] = from_to(forward, cube_forward)
+        obs[:, 9:12] = into_cube(yaw, self.target[slots] - self.cube_position[slots])
+        velocity = into_cube(yaw, self.velocity[slots])
+        angular = into_cube(yaw, self.angular_velocity[slots])
+        relative = into_cube(yaw, position - head[:, None, :])
+        local = multiply(conjugate(rotation[:, :-1]), rotation[:, 1:])
         strength = self.strength[slots] / MAX_JOINT_FORCE
         touching = self.touching[slots]
         column = 12
@@ -538,7 +433,7 @@ class WormScene(MaxStepOption, Scene):
         goal = MAX_WALKING_SPEED * np.stack([np.sin(yaw), np.zeros_like(yaw), np.cos(yaw)], 1)
         miss = np.minimum(np.linalg.norm(self.velocity[:, 0] - goal, axis=1), MAX_WALKING_SPEED)
         speed_match = (1.0 - (miss / MAX_WALKING_SPEED) ** 2) ** 2
-        angle = _angle_degrees(_yaw_quaternion(yaw), self.rotation[:, 0])
+        angle = angle_degrees(yaw_quaternion(yaw), self.rotation[:, 0])
         facing = np.where(angle < FACING_LIMIT_DEGREES, 1.0 - angle / 180.0, 0.0)
         self.ctx.batch("Worm").add_reward(np.arange(yaw.size), speed_match * facing)
         step = self._mj.mj_step
@@ -550,7 +445,7 @@ class WormScene(MaxStepOption, Scene):
 
     def _touch_targets(self) -> None:
         """Move the targets that a mouth touches (``respawnIfTouched``)."""
-        mouth = self.position[:, 0] + _rotate(self.rotation[:, 0], MOUTH_CENTRE)
+        mouth = self.position[:, 0] + rotate(self.rotation[:, 0], MOUTH_CENTRE)
         offset = mouth - self.target
         outside = np.maximum(np.abs(offset) - TARGET_HALF, 0.0)
         touched = np.einsum("ij,ij->i", outside, outside) <= MOUTH_RADIUS**2
@@ -570,7 +465,7 @@ class WormScene(MaxStepOption, Scene):
         phase = 2.0 * np.pi * GAIT_FREQUENCY * time
         actions = np.zeros((k, 9), dtype=np.float32)
         head = self.rotation[slots, 0]
-        forward = _rotate(head, np.array([0.0, 0.0, 1.0]))
+        forward = rotate(head, np.array([0.0, 0.0, 1.0]))
         to_target = self.target[slots] - self.position[slots, 0]
         error = np.arctan2(to_target[:, 0], to_target[:, 2]) - np.arctan2(
             forward[:, 0], forward[:, 2]
@@ -604,14 +499,14 @@ class WormScene(MaxStepOption, Scene):
         axes = (np.array([0.0, 0.0, 1.0]), *([np.array([0.0, 1.0, 0.0])] * 3))
         for segment in reversed(range(SEGMENT_COUNT)):
             centre = self.position[area, segment]
-            axis = _rotate(self.rotation[area, segment], axes[segment])
+            axis = rotate(self.rotation[area, segment], axes[segment])
             half = 0.5 * SEGMENT_HEIGHTS[segment] - SEGMENT_RADII[segment]
             ends = np.concatenate([(centre - half * axis)[[0, 2]], (centre + half * axis)[[0, 2]]])
             width = canvas.pixels(2.0 * SEGMENT_RADII[segment])
             canvas.segments(ends, _SEGMENT_COLOURS[segment], width=width)
             for end in (ends[:2], ends[2:]):
                 canvas.circle(end, SEGMENT_RADII[segment], _SEGMENT_COLOURS[segment])
-        mouth = self.position[area, 0] + _rotate(self.rotation[area, 0], MOUTH_CENTRE)
+        mouth = self.position[area, 0] + rotate(self.rotation[area, 0], MOUTH_CENTRE)
         canvas.circle(mouth[[0, 2]], 0.12, (1.0, 1.0, 1.0))
         return canvas.picture()
 
