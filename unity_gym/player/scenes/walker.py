@@ -75,9 +75,11 @@ the walker drops about 0.5 at each episode begin; the target is a fixed cube res
 that the walker does not collide with (Unity's is a 1 kg rigid body that a random torque tumbles
 every 10 s) and a touch is a body part's collider reaching the cube; the velocities are those of
 the parts' frame origins (Unity's ``rb.velocity`` is the centre of mass's: the same but for the
-feet, whose box is 0.06 off centre); the ground check counts contacts with the floor only; rigid-
-body drag (0.05), ``maxAngularVelocity`` (50) and PhysX's solver settings are not reproduced; the
-orientation cube's scale is taken as 1; the direction indicator is not simulated.
+feet, whose box is 0.06 off centre); the ground check counts contacts with the floor only, and
+parts that reach the ground in the same step end the episode once (in Unity each one's
+``OnCollisionEnter`` would set -1 and end an episode, the later ones the freshly begun one);
+rigid-body drag (0.05), ``maxAngularVelocity`` (50) and PhysX's solver settings are not reproduced;
+the orientation cube's scale is taken as 1; the direction indicator is not simulated.
 """
 
 from __future__ import annotations
