@@ -56,12 +56,12 @@ a 100 x 100 floor with walls at +-50.
 
 Physics: MuJoCo (optional extra ``unity-gym[mujoco]``), one model holding every area's walker
 (areas 200 apart), stepped together: :data:`PHYSICS_SUBSTEPS` steps of ``0.01333 /``
-:data:`PHYSICS_SUBSTEPS` s per Academy step with the ``implicit`` integrator, friction 0.6
-(Unity's default material); each joint is a chain of hinges (x, then y, then z) at the joint's
-anchor, each with a position servo (``kp`` = spring, torque clamped to the drive's maximum force)
-and a joint damping of ``damper x maximum force / 20000`` (prefab drive: 100), which together
-stand in for PhysX's slerp drive. MuJoCo's numbers are Unity's numbers (y up; the simulated
-world is the mirror image of Unity's, see ``worm.py``).
+:data:`PHYSICS_SUBSTEPS` s per Academy step with the ``implicit`` integrator, friction 0.6 (Unity's
+default material); each joint is a chain of hinges (y, then x, then z, as ``Quaternion.Euler``) at
+the joint's anchor, each with a position servo (``kp`` = spring, torque clamped to the drive's
+maximum force) and a joint damping of ``damper x maximum force / 20000`` (prefab drive: 100), which
+together stand in for PhysX's slerp drive. MuJoCo's numbers are Unity's numbers (y up; the
+simulated world is the mirror image of Unity's, see ``worm.py``).
 
 Simplified or estimated: the joint drives are per-hinge servos rather than a slerp drive on the
 combined rotation, and their damping is the joint's, scaled by the strength, rather than part of
@@ -303,7 +303,9 @@ def _geom_xml(name: str, part: Part) -> str:
 
 
 def _hinges_xml(area: int, index: int) -> str:
-    """MJCF of part ``index``'s hinges (about the joint's axes negated; see the module notes)."""
+    """MJCF of part ``index``'s hinges (about the joint's axes negated; see the module notes), y
+    nearest the parent, then x, then z: the order of Unity's ``Quaternion.Euler(x, y, z)``, the
+    drive's target, which turns about z, then x, then y."""
     joint = JOINTS[_JOINT_OF_PART[index]]
     primary = np.array(joint.primary)
     secondary = np.array(joint.secondary)
@@ -317,7 +319,8 @@ def _hinges_xml(area: int, index: int) -> str:
         f'<joint name="a{area}{PARTS[index].name}{axis}" type="hinge" pos="{_fmt(joint.anchor)}" '
         f'axis="{_fmt(axes[axis])}" range="{_fmt(np.radians(limits[axis]))}" '
         f'damping="{PREFAB_DAMPER}"/>'
-        for axis in joint.axes
+        for axis in "yxz"
+        if axis in joint.axes
     )
 
 
