@@ -187,6 +187,13 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
         options={"max_step": "60"},
         num_agents=3,
     ),
+    "Walker": Scenario(  # MuJoCo ragdolls, continuous 39; falls end episodes, others interrupted
+        "Walker",
+        options={"max_step": "60"},
+        num_agents=3,
+        float_parameters=(("hip_mass", 10.0),),
+        late_float_parameters=(("chest_mass", 6.0),),
+    ),
     "FoodCollector": Scenario(  # hybrid actions; lasers freeze agents; episodes end in the run
         "FoodCollector",
         options={"max_step": "60"},

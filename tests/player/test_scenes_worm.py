@@ -14,6 +14,7 @@ from scene_harness import idle_policy, play, random_policy
 pytest.importorskip("mujoco")
 
 from unity_gym.player.errors import PlayerError
+from unity_gym.player.scenes.articulated import load_mujoco
 from unity_gym.player.scenes.worm import (
     FIXED_DELTA_TIME,
     JOINT_LIMIT_DEGREES,
@@ -22,7 +23,6 @@ from unity_gym.player.scenes.worm import (
     MOUTH_CENTRE,
     START_HEIGHT,
     WormScene,
-    load_mujoco,
 )
 
 pytestmark = pytest.mark.timeout(300)
@@ -152,7 +152,7 @@ def test_the_heuristic_crawls_to_far_more_reward_than_random_actions() -> None:
 def test_without_mujoco_the_scene_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mujoco", None)
     with pytest.raises(PlayerError, match=r'pip install "unity-gym\[mujoco\]"'):
-        load_mujoco()
+        load_mujoco("Worm")
     with pytest.raises(PlayerError, match="MuJoCo"):
         play(WormScene, seed=0).step()
     assert FIXED_DELTA_TIME > 0

@@ -1,7 +1,7 @@
 """Scenes of the headless player: the :class:`Scene` contract and the built-in scenes.
 
-Every module of this package other than ``base``, ``registry`` and ``articulated`` (helpers shared
-by the MuJoCo scenes) is a built-in scene module, imported here so that its ``@register_scene``
+Every module of this package other than ``base``, ``registry`` and ``articulated`` (helpers of
+the MuJoCo scenes) is a built-in scene module, imported here so that its ``@register_scene``
 classes register themselves: a new scene is one new module, nothing else to edit.
 """
 
@@ -15,7 +15,7 @@ from .registry import get_scene_class, register_scene, scene_names
 
 __all__ = ["Scene", "SceneOption", "get_scene_class", "register_scene", "scene_names"]
 
-_FRAMEWORK_MODULES = frozenset({"base", "registry", "articulated"})
+_FRAMEWORK_MODULES = frozenset({"articulated", "base", "registry"})
 
 for _module in sorted(pkgutil.iter_modules(__path__), key=lambda found: found.name):
     if _module.name not in _FRAMEWORK_MODULES and not _module.name.startswith("_"):

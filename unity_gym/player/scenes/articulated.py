@@ -1,12 +1,10 @@
-"""Shared helpers of the scenes whose jointed bodies MuJoCo simulates (``Worm``, ``Crawler``).
+"""Shared helpers of the scenes whose bodies are jointed rigid bodies simulated by MuJoCo
+(``Worm``, ``Crawler``, ``Walker``): loading MuJoCo, the arena (floor and walls) of every area,
+reading the bodies' poses and velocities, the floor contacts, the orientation cube's turn and
+Unity's quaternion arithmetic.
 
-One home for what those scenes compute alike: loading MuJoCo (with the message that names the
-extra to install), quaternion arithmetic in Unity's (x, y, z, w) order, the orientation cube's
-space (a turn about y only), the body states MuJoCo leaves in ``MjData``, which body parts touch
-the floor, the area walls and Unity's ``Random.insideUnitSphere``.
-
-MuJoCo is given Unity's numbers (y up) as they are, so the simulated world is the mirror image of
-Unity's; every quaternion and vector here keeps Unity's numeric conventions.
+Not a scene: it registers nothing. Quaternions are Unity's (x, y, z, w); MuJoCo's numbers are
+Unity's numbers (y up, see ``worm.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +19,10 @@ __all__ = [
     "BodyStates",
     "angle_degrees",
     "arena_walls_xml",
+    "arena_xml",
+    "body_states",
     "conjugate",
+    "floor_contacts",
     "floor_touches",
     "from_to",
     "into_cube",
@@ -30,17 +31,16 @@ __all__ = [
     "point_in_unit_sphere",
     "rotate",
     "yaw_quaternion",
+    "yaw_towards",
 ]
 
 
-def load_mujoco(scene: str = "this scene") -> Any:
-    """The ``mujoco`` module.
-
-    Args:
-        scene: the scene's name, for the message.
+def load_mujoco(scene: str) -> Any:
+    """The ``mujoco`` module, for the scene called ``scene``.
 
     Raises:
-        PlayerError: if MuJoCo is not installed (the message names the extra to install).
+        PlayerError: if MuJoCo is not installed (the message names the scene and the extra to
+            install).
     """
     try:
         import mujoco
@@ -50,6 +50,100 @@ def load_mujoco(scene: str = "this scene") -> Any:
             'pip install "unity-gym[mujoco]"'
         ) from exc
     return mujoco
+
+
+def arena_xml(area_count: int, spacing: float, half: float, wall_height: float) -> str:
+    """MJCF of the shared floor (a plane with normal +y, geom ``floor``) and each area's four
+    walls (``a{area}wall{e,w,n,s}``, 1 thick, around a ``2 half`` square), areas ``spacing``
+    apart along x."""
+    walls = []
+    for area in range(area_count):
+        x = area * spacing
+        for name, (cx, cz, hx, hz) in {
+            "e": (half, 0.0, 0.5, half),
+            "w": (-half, 0.0, 0.5, half),
+            "n": (0.0, half, half, 0.5),
+            "s": (0.0, -half, half, 0.5),
+        }.items():
+            walls.append(
+                f'<geom name="a{area}wall{name}" type="box" '
+                f'pos="{x + cx} {0.5 * wall_height} {cz}" '
+                f'size="{hx} {0.5 * wall_height} {hz}"/>'
+            )
+    floor = (
+        f'<geom name="floor" type="plane" size="0 0 1" quat="{np.sqrt(0.5)} {-np.sqrt(0.5)} 0 0"/>'
+    )
+    return floor + "".join(walls)
+
+
+class BodyStates:
+    """Poses and velocities of chosen bodies (arrays shaped like the body ids, then 3 or 4)."""
+
+    __slots__ = ("angular_velocity", "position", "rotation", "velocity")
+
+    def __init__(
+        self,
+        position: np.ndarray,
+        rotation: np.ndarray,
+        velocity: np.ndarray,
+        angular_velocity: np.ndarray,
+    ) -> None:
+        #: Centres of the bodies' frames (world).
+        self.position = position
+        #: Rotations (x, y, z, w).
+        self.rotation = rotation
+        #: Velocities of the frames' origins (world).
+        self.velocity = velocity
+        #: Angular velocities (world).
+        self.angular_velocity = angular_velocity
+
+
+def body_states(mujoco: Any, model: Any, data: Any, bodies: np.ndarray) -> BodyStates:
+    """Positions, rotations and velocities of ``bodies`` (ids, any shape) from ``qpos``/``qvel``
+    (runs MuJoCo's kinematics and velocity stages first)."""
+    mujoco.mj_kinematics(model, data)
+    mujoco.mj_comPos(model, data)
+    mujoco.mj_comVel(model, data)
+    position = data.xpos[bodies].copy()
+    wxyz = data.xquat[bodies]
+    rotation = np.concatenate([wxyz[..., 1:], wxyz[..., :1]], axis=-1)
+    cvel = data.cvel[bodies]
+    centre = data.subtree_com[model.body_rootid[bodies]]
+    angular = cvel[..., :3].copy()
+    velocity = cvel[..., 3:] + np.cross(cvel[..., :3], position - centre)
+    return BodyStates(position, rotation, velocity, angular)
+
+
+def floor_contacts(data: Any, floor: int, geom_part: np.ndarray, touching: np.ndarray) -> None:
+    """Mark in ``touching`` (areas x parts, cleared first) the parts that touch the floor in the
+    last physics step's contacts; ``geom_part`` maps geom ids to (area, part), -1 for others."""
+    touching[:] = False
+    count = data.ncon
+    if count == 0:
+        return
+    pairs = data.contact.geom[:count]
+    for first, second in ((0, 1), (1, 0)):
+        on_floor = pairs[:, first] == floor
+        found = geom_part[pairs[on_floor, second]]
+        found = found[found[:, 0] >= 0]
+        touching[found[:, 0], found[:, 1]] = True
+
+
+def point_in_unit_sphere(rng: np.random.Generator) -> np.ndarray:
+    """Unity's ``Random.insideUnitSphere``: a uniform point of the unit ball (rejection)."""
+    while True:
+        point = rng.uniform(-1.0, 1.0, 3)
+        if float(point @ point) <= 1.0:
+            return point
+
+
+def yaw_towards(target: np.ndarray, origin: np.ndarray) -> np.ndarray:
+    """``OrientationCubeController.UpdateOrientation``'s turn: the yaw (radians, about y) of
+    ``LookRotation`` from ``origin`` (k, 3) towards ``target`` (k, 3) with the height dropped;
+    0 where they coincide."""
+    direction = target - origin
+    flat = np.hypot(direction[:, 0], direction[:, 2]) > 0.0
+    return np.where(flat, np.arctan2(direction[:, 0], direction[:, 2]), 0.0)
 
 
 def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -76,7 +170,7 @@ def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def conjugate(q: np.ndarray) -> np.ndarray:
-    """The inverse turns of unit quaternions ``q`` (x, y, z, w)."""
+    """The inverse rotations of unit quaternions ``q`` (x, y, z, w)."""
     return np.concatenate([-q[..., :3], q[..., 3:]], axis=-1)
 
 
@@ -117,14 +211,6 @@ def into_cube(yaw: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.stack([x * c - z * s, y, x * s + z * c], axis=-1)
 
 
-def point_in_unit_sphere(rng: np.random.Generator) -> np.ndarray:
-    """Unity's ``Random.insideUnitSphere``: a uniform point of the unit ball (by rejection)."""
-    while True:
-        point = rng.uniform(-1.0, 1.0, 3)
-        if float(point @ point) <= 1.0:
-            return point
-
-
 def arena_walls_xml(
     area_count: int, spacing: float, half: float, height: float, bottom: float = 0.0
 ) -> str:
@@ -146,46 +232,6 @@ def arena_walls_xml(
                 f'size="{hx} {0.5 * height} {hz}"/>'
             )
     return "".join(walls)
-
-
-class BodyStates:
-    """Positions, rotations (x, y, z, w) and velocities of chosen MuJoCo bodies.
-
-    Args:
-        mujoco: the ``mujoco`` module.
-        model: the ``MjModel``.
-        data: its ``MjData``.
-        bodies: body ids, any shape ``S``; the arrays below have shape ``S + (3,)`` or
-            ``S + (4,)``.
-    """
-
-    def __init__(self, mujoco: Any, model: Any, data: Any, bodies: np.ndarray) -> None:
-        self._mj = mujoco
-        self._model = model
-        self._data = data
-        self._bodies = bodies
-        self._roots = model.body_rootid[bodies]
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Recompute the states from ``qpos`` and ``qvel`` (kinematics and com velocities)."""
-        mujoco = self._mj
-        model, data = self._model, self._data
-        mujoco.mj_kinematics(model, data)
-        mujoco.mj_comPos(model, data)
-        mujoco.mj_comVel(model, data)
-        bodies = self._bodies
-        #: World positions of the bodies' frames.
-        self.position = data.xpos[bodies].copy()
-        wxyz = data.xquat[bodies]
-        #: World rotations, (x, y, z, w).
-        self.rotation = np.concatenate([wxyz[..., 1:], wxyz[..., :1]], axis=-1)
-        cvel = data.cvel[bodies]
-        centre = data.subtree_com[self._roots]
-        #: World angular velocities.
-        self.angular_velocity = cvel[..., :3].copy()
-        #: World linear velocities of the bodies' frame origins.
-        self.velocity = cvel[..., 3:] + np.cross(cvel[..., :3], self.position - centre)
 
 
 def floor_touches(data: Any, floor: int, geom_part: np.ndarray, touching: np.ndarray) -> None:

@@ -104,8 +104,8 @@ from ..academy import AgentBatch, SceneContext
 from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .articulated import (
-    BodyStates,
     arena_walls_xml,
+    body_states,
     conjugate,
     floor_touches,
     from_to,
@@ -351,7 +351,6 @@ class CrawlerScene(MaxStepOption, Scene):
         #: Times a part reached a target, and episodes ended by a ground contact, since start-up.
         self.targets_reached = 0
         self.falls = 0
-        self._states = BodyStates(mujoco, model, self.data, self._bodies)
         self._refresh()
         #: Half lengths and radii of the parts (the body: a point of radius 0.5).
         self._half = np.array([0.0] + [0.5 * UPPER_HEIGHT - LEG_RADIUS,
@@ -376,8 +375,7 @@ class CrawlerScene(MaxStepOption, Scene):
 
     def _refresh(self) -> None:
         """Positions, rotations and velocities of every part from ``qpos``/``qvel``."""
-        states = self._states
-        states.refresh()
+        states = body_states(self._mj, self.model, self.data, self._bodies)
         self.position = states.position  # (n, 9, 3)
         self.rotation = states.rotation  # x, y, z, w
         self.angular_velocity = states.angular_velocity

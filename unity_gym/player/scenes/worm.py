@@ -78,11 +78,11 @@ from ..academy import AgentBatch, SceneContext
 from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .articulated import (
-    BodyStates,
     angle_degrees,
-    arena_walls_xml,
+    arena_xml,
+    body_states,
     conjugate,
-    floor_touches,
+    floor_contacts,
     from_to,
     into_cube,
     load_mujoco,
@@ -90,6 +90,7 @@ from .articulated import (
     point_in_unit_sphere,
     rotate,
     yaw_quaternion,
+    yaw_towards,
 )
 from .base import MaxStepOption, Scene
 from .registry import register_scene
@@ -104,7 +105,6 @@ __all__ = [
     "SEGMENT_COUNT",
     "START_HEIGHT",
     "WormScene",
-    "load_mujoco",
     "worm_model_xml",
 ]
 
@@ -217,8 +217,7 @@ def worm_model_xml(area_count: int) -> str:
         f'<option timestep="{timestep}" gravity="0 {-GRAVITY} 0" integrator="{INTEGRATOR}"/>'
         f'<default><geom friction="{FRICTION} 0.005 0.0001"/></default>'
         "<worldbody>"
-        f'<geom name="floor" type="plane" size="0 0 1" quat="{np.sqrt(0.5)} {-np.sqrt(0.5)} 0 0"/>'
-        f"{arena_walls_xml(area_count, AREA_SPACING, ARENA_HALF, WALL_HEIGHT)}{worms}"
+        f"{arena_xml(area_count, AREA_SPACING, ARENA_HALF, WALL_HEIGHT)}{worms}"
         "</worldbody>"
         f"<actuator>{actuators}</actuator>"
         "</mujoco>"
@@ -302,7 +301,6 @@ class WormScene(MaxStepOption, Scene):
         self.touching = np.zeros((n, SEGMENT_COUNT), dtype=bool)
         #: Times the mouth reached a target since start-up.
         self.targets_reached = 0
-        self._states = BodyStates(mujoco, model, self.data, self._bodies)
         self._refresh()
 
     def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:
@@ -323,23 +321,20 @@ class WormScene(MaxStepOption, Scene):
 
     def _refresh(self) -> None:
         """Positions, rotations and velocities of every body from ``qpos``/``qvel``."""
-        states = self._states
-        states.refresh()
+        states = body_states(self._mj, self.model, self.data, self._bodies)
         self.position = states.position  # (n, 4, 3)
         self.rotation = states.rotation  # x, y, z, w
-        self.angular_velocity = states.angular_velocity
         self.velocity = states.velocity
+        self.angular_velocity = states.angular_velocity
 
     def _ground_contacts(self) -> None:
         """Which segments touch the floor (contacts of the last physics step)."""
-        floor_touches(self.data, self._floor, self._geom_segment, self.touching)
+        floor_contacts(self.data, self._floor, self._geom_segment, self.touching)
 
     def _update_cubes(self, areas: np.ndarray | slice) -> None:
         """``UpdateOrientation``: the cube turns towards the target (from where it was), then
         moves onto the head."""
-        direction = self.target[areas] - self.cube_position[areas]
-        flat = np.hypot(direction[:, 0], direction[:, 2]) > 0.0
-        self.cube_yaw[areas] = np.where(flat, np.arctan2(direction[:, 0], direction[:, 2]), 0.0)
+        self.cube_yaw[areas] = yaw_towards(self.target[areas], self.cube_position[areas])
         self.cube_position[areas] = self.position[areas, 0]
 
     # ---- episode -----------------------------------------------------------------------------
