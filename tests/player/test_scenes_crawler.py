@@ -139,7 +139,7 @@ def test_actions_set_joint_targets_and_strengths() -> None:
     limits = [20000.0, 20000.0, 0.0, 0.0, 10000.0, 10000.0, 15000.0, 15000.0,
               0.0, 20000.0, 10000.0, 10000.0]  # fmt: skip
     np.testing.assert_allclose(scene.model.actuator_forcerange[:12, 1], limits)
-    hinges = scene._qvel_hinges[0]
+    hinges = scene.rig.qvel_hinges[0]
     np.testing.assert_allclose(
         scene.model.dof_damping[hinges], JOINT_DAMPEN * np.array(limits) / MAX_JOINT_FORCE
     )

@@ -134,7 +134,7 @@ def test_actions_set_joint_targets_and_strengths() -> None:
     forces = scene.model.actuator_forcerange[:26, 1]
     # the shins' single angle (actions 10 and 11) follow the strength actions 30 and 33
     np.testing.assert_allclose(forces[[10, 11]], strength[0, [4, 7]], rtol=1e-6)
-    damping = scene.model.dof_damping[scene._qvel_hinges[0]]
+    damping = scene.model.dof_damping[scene.rig.qvel_hinges[0]]
     np.testing.assert_allclose(damping, forces * JOINT_DAMPEN / MAX_JOINT_FORCE, rtol=1e-6)
     # the shin's limits are 0..120 degrees: action -1 bends it 0, +1 bends it 120
     np.testing.assert_allclose(np.degrees([HINGE_LOW[10], HINGE_HIGH[10]]), [0.0, 120.0])
@@ -164,7 +164,7 @@ def test_the_reward_is_speed_match_times_look_at() -> None:
     (batch,) = played.academy.batches
     before = float(batch.cumulative_rewards[0])
     # move the whole body at 4 towards the target: speed miss 6, look-at as the head faces
-    root = scene._qvel_root[0]
+    root = scene.rig.qvel_root[0]
     yaw = float(yaw_towards(scene.target[:1], scene.cube_position[:1])[0])  # as FixedUpdate
     scene.data.qvel[root : root + 3] = 4.0 * np.array([np.sin(yaw), 0.0, np.cos(yaw)])
     scene._refresh()
@@ -188,7 +188,7 @@ def test_touching_the_ground_sets_minus_one_and_ends_the_episode() -> None:
     played.step(3)
     scene = played.scene
     # lay area 1's walker on its back, the hips just touching the floor
-    root = scene._qpos_root[1]
+    root = scene.rig.qpos_root[1]
     scene.data.qpos[root + 1] = 0.27
     scene.data.qpos[root + 3 : root + 7] = [np.sqrt(0.5), -np.sqrt(0.5), 0.0, 0.0]
     (batch,) = played.academy.batches
@@ -230,12 +230,12 @@ def test_torso_masses_come_from_the_environment_parameters() -> None:
     played = play(WalkerScene, seed=1, num_agents=2, parameters={"hip_mass": 12.0})
     played.step()
     scene = played.scene
-    hips = scene._bodies[:, 0]
+    hips = scene.rig.bodies[:, 0]
     np.testing.assert_allclose(scene.model.body_mass[hips], 12.0)
     np.testing.assert_allclose(
         scene.model.body_inertia[hips], scene._base_inertia[hips] * 12.0 / 8.0, rtol=1e-6
     )
-    np.testing.assert_allclose(scene.model.body_mass[scene._bodies[:, 1:3]], 8.0)  # defaults
+    np.testing.assert_allclose(scene.model.body_mass[scene.rig.bodies[:, 1:3]], 8.0)  # defaults
 
 
 def test_the_scene_is_deterministic_for_a_seed() -> None:

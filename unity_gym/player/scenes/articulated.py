@@ -1,42 +1,67 @@
-"""Shared helpers of the scenes whose bodies are jointed rigid bodies simulated by MuJoCo
-(``Worm``, ``Crawler``, ``Walker``): loading MuJoCo, the arena (floor and walls) of every area,
-reading the bodies' poses and velocities, the floor contacts, the orientation cube's turn and
-Unity's quaternion arithmetic.
+"""What the scenes whose bodies are jointed rigid bodies simulated by MuJoCo (``Worm``,
+``Crawler``, ``Walker``) share.
 
-Not a scene: it registers nothing. Quaternions are Unity's (x, y, z, w); MuJoCo's numbers are
-Unity's numbers (y up, see ``worm.py``).
+:class:`ArticulatedScene`, their base class: one MuJoCo model holding every area's body, the
+parts' states, each area's orientation cube and target, the physics step. The helpers it and the
+scenes use: loading MuJoCo (with the message that names the extra to install), the floor and walls
+of every area, where each area's body lives in the model (:class:`Rig`) and putting it back to its
+starting pose, the bodies' poses and velocities, which parts touch the floor, Unity's
+``Random.insideUnitSphere``, the orientation cube's turn and space (a turn about y only), the
+speed-match reward and quaternion arithmetic in Unity's (x, y, z, w) order.
+
+Not a scene module: it registers nothing. MuJoCo is given Unity's numbers (y up) as they are, so
+the simulated world is the mirror image of Unity's; every quaternion and vector here keeps Unity's
+numeric conventions.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
+from .base import MaxStepOption, Scene
 
 __all__ = [
+    "TARGET_HALF",
+    "TARGET_SPAWN_RADIUS",
+    "ArticulatedScene",
     "BodyStates",
+    "Rig",
     "angle_degrees",
-    "arena_walls_xml",
     "arena_xml",
     "body_states",
     "conjugate",
+    "find_rig",
     "floor_contacts",
-    "floor_touches",
     "from_to",
     "into_cube",
     "load_mujoco",
     "multiply",
     "point_in_unit_sphere",
+    "reset_poses",
     "rotate",
+    "speed_match",
+    "yaw_forward",
     "yaw_quaternion",
     "yaw_towards",
 ]
 
+#: ``DynamicTarget.prefab``: a 1 x 1 x 1 cube (half size) moved within ``spawnRadius`` 40 of its
+#: start.
+TARGET_HALF = 0.5
+TARGET_SPAWN_RADIUS = 40.0
+
 
 def load_mujoco(scene: str) -> Any:
-    """The ``mujoco`` module, for the scene called ``scene``.
+    """The ``mujoco`` module.
+
+    Args:
+        scene: the scene's name, for the message.
 
     Raises:
         PlayerError: if MuJoCo is not installed (the message names the scene and the extra to
@@ -74,6 +99,83 @@ def arena_xml(area_count: int, spacing: float, half: float, wall_height: float) 
         f'<geom name="floor" type="plane" size="0 0 1" quat="{np.sqrt(0.5)} {-np.sqrt(0.5)} 0 0"/>'
     )
     return floor + "".join(walls)
+
+
+@dataclass(frozen=True)
+class Rig:
+    """Where each area's body lives in a MuJoCo model built by the naming rules of
+    :func:`find_rig` (arrays indexed by area first)."""
+
+    #: Body ids of the parts, (areas, parts).
+    bodies: np.ndarray
+    #: Geom ids of the parts' colliders, (areas, parts).
+    part_geoms: np.ndarray
+    #: Geom id of the floor.
+    floor: int
+    #: ``qpos`` and ``qvel`` addresses of each area's root free joint, (areas,).
+    qpos_root: np.ndarray
+    qvel_root: np.ndarray
+    #: ``qpos`` and ``qvel`` addresses of each area's hinges, (areas, hinges).
+    qpos_hinges: np.ndarray
+    qvel_hinges: np.ndarray
+    #: Geom id -> (area, part) for the ground check; (-1, -1) for geoms that are no part.
+    geom_part: np.ndarray
+
+
+def find_rig(
+    mujoco: Any, model: Any, parts: Sequence[Sequence[str]], hinges: Sequence[Sequence[str]]
+) -> Rig:
+    """The :class:`Rig` of ``model``.
+
+    Args:
+        mujoco: the ``mujoco`` module.
+        model: the ``MjModel``: a plane geom ``floor``, and per area ``a`` a free joint
+            ``a{a}root`` at the root of its body.
+        parts: per area, the names of its parts: each names a body and that body's collider geom.
+        hinges: per area, the names of its hinge joints, in the order the scene uses.
+    """
+    body = mujoco.mjtObj.mjOBJ_BODY
+    geom = mujoco.mjtObj.mjOBJ_GEOM
+    joint = mujoco.mjtObj.mjOBJ_JOINT
+
+    def ids(kind: Any, names: Sequence[Sequence[str]]) -> np.ndarray:
+        return np.array([[mujoco.mj_name2id(model, kind, name) for name in row] for row in names])
+
+    roots = ids(joint, [[f"a{a}root" for a in range(len(parts))]])[0]
+    hinge_ids = ids(joint, hinges)
+    part_geoms = ids(geom, parts)
+    geom_part = np.full((model.ngeom, 2), -1, dtype=np.int64)
+    for area, row in enumerate(part_geoms.tolist()):
+        for part, geom_id in enumerate(row):
+            geom_part[geom_id] = (area, part)
+    return Rig(
+        bodies=ids(body, parts),
+        part_geoms=part_geoms,
+        floor=mujoco.mj_name2id(model, geom, "floor"),
+        qpos_root=model.jnt_qposadr[roots],
+        qvel_root=model.jnt_dofadr[roots],
+        qpos_hinges=model.jnt_qposadr[hinge_ids],
+        qvel_hinges=model.jnt_dofadr[hinge_ids],
+        geom_part=geom_part,
+    )
+
+
+def reset_poses(
+    data: Any, rig: Rig, areas: np.ndarray, start: np.ndarray, yaws: np.ndarray
+) -> None:
+    """Put the bodies of ``areas`` back to their starting pose: the root at ``start[area]``
+    (world) turned by ``yaws`` (radians, about y, one per area in ``areas``), every hinge at 0 and
+    every velocity 0 (``qpos``/``qvel`` only: refresh the states after)."""
+    qpos = data.qpos
+    qvel = data.qvel
+    for area, turn in zip(areas.tolist(), yaws.tolist(), strict=True):
+        root = rig.qpos_root[area]
+        qpos[root : root + 3] = start[area]
+        qpos[root + 3 : root + 7] = [np.cos(turn / 2.0), 0.0, np.sin(turn / 2.0), 0.0]
+        qpos[rig.qpos_hinges[area]] = 0.0
+        dof = rig.qvel_root[area]
+        qvel[dof : dof + 6] = 0.0
+        qvel[rig.qvel_hinges[area]] = 0.0
 
 
 class BodyStates:
@@ -114,17 +216,18 @@ def body_states(mujoco: Any, model: Any, data: Any, bodies: np.ndarray) -> BodyS
     return BodyStates(position, rotation, velocity, angular)
 
 
-def floor_contacts(data: Any, floor: int, geom_part: np.ndarray, touching: np.ndarray) -> None:
-    """Mark in ``touching`` (areas x parts, cleared first) the parts that touch the floor in the
-    last physics step's contacts; ``geom_part`` maps geom ids to (area, part), -1 for others."""
+def floor_contacts(data: Any, rig: Rig, touching: np.ndarray) -> None:
+    """Mark in ``touching`` (areas x parts, cleared first) the parts that touch ``rig``'s floor in
+    the contacts of the last physics step (a geom counts as the part ``rig.geom_part`` maps it
+    to)."""
     touching[:] = False
     count = data.ncon
     if count == 0:
         return
     pairs = data.contact.geom[:count]
     for first, second in ((0, 1), (1, 0)):
-        on_floor = pairs[:, first] == floor
-        found = geom_part[pairs[on_floor, second]]
+        on_floor = pairs[:, first] == rig.floor
+        found = rig.geom_part[pairs[on_floor, second]]
         found = found[found[:, 0] >= 0]
         touching[found[:, 0], found[:, 1]] = True
 
@@ -144,6 +247,20 @@ def yaw_towards(target: np.ndarray, origin: np.ndarray) -> np.ndarray:
     direction = target - origin
     flat = np.hypot(direction[:, 0], direction[:, 2]) > 0.0
     return np.where(flat, np.arctan2(direction[:, 0], direction[:, 2]), 0.0)
+
+
+def yaw_forward(yaw: np.ndarray) -> np.ndarray:
+    """The forward directions (k, 3) of the cubes turned by ``yaw`` (k,) about y."""
+    return np.stack([np.sin(yaw), np.zeros_like(yaw), np.cos(yaw)], axis=1)
+
+
+def speed_match(velocity: np.ndarray, speed: float | np.ndarray, forward: np.ndarray) -> np.ndarray:
+    """``GetMatchingVelocityReward``: ``(1 - (min(|goal - velocity|, speed) / speed)^2)^2`` with
+    the goal ``speed`` (a number, or one per row) along ``forward`` (k, 3); ``velocity`` (k, 3).
+    1 at the goal, 0 at ``speed`` or more from it."""
+    speed = np.asarray(speed, dtype=np.float64)
+    miss = np.linalg.norm(velocity - speed[..., None] * forward, axis=1)
+    return np.asarray((1.0 - (np.minimum(miss, speed) / speed) ** 2) ** 2)
 
 
 def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -211,40 +328,96 @@ def into_cube(yaw: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.stack([x * c - z * s, y, x * s + z * c], axis=-1)
 
 
-def arena_walls_xml(
-    area_count: int, spacing: float, half: float, height: float, bottom: float = 0.0
-) -> str:
-    """MJCF boxes of the four walls of every area (areas ``spacing`` apart along x): walls half
-    a unit thick at ``+-half`` from the area's centre, from ``bottom`` to ``bottom + height``."""
-    walls = []
-    centre_y = bottom + 0.5 * height
-    for area in range(area_count):
-        x = area * spacing
-        for name, (cx, cz, hx, hz) in {
-            "e": (half, 0.0, 0.5, half),
-            "w": (-half, 0.0, 0.5, half),
-            "n": (0.0, half, half, 0.5),
-            "s": (0.0, -half, half, 0.5),
-        }.items():
-            walls.append(
-                f'<geom name="a{area}wall{name}" type="box" '
-                f'pos="{x + cx} {centre_y} {cz}" '
-                f'size="{hx} {0.5 * height} {hz}"/>'
-            )
-    return "".join(walls)
+class ArticulatedScene(MaxStepOption, Scene):
+    """What the MuJoCo scenes share: one model holding every area's body (areas
+    :attr:`area_spacing` apart along x), where each body lives in it (:attr:`rig`), the parts'
+    states, each area's orientation cube and target.
 
+    Subclasses set the class attributes below, give :meth:`model_xml` and :meth:`rig_names`, and
+    call this ``setup`` first in theirs, then :meth:`_refresh` once their own state is set.
+    """
 
-def floor_touches(data: Any, floor: int, geom_part: np.ndarray, touching: np.ndarray) -> None:
-    """Mark in ``touching`` (areas, parts) the parts that touch the floor geom ``floor`` in the
-    contacts of the last physics step; ``geom_part`` maps a geom id to ``(area, part)`` (-1 for
-    geoms that are no part)."""
-    touching[:] = False
-    count = data.ncon
-    if count == 0:
-        return
-    pairs = data.contact.geom[:count]
-    for first, second in ((0, 1), (1, 0)):
-        on_floor = pairs[:, first] == floor
-        found = geom_part[pairs[on_floor, second]]
-        found = found[found[:, 0] >= 0]
-        touching[found[:, 0], found[:, 1]] = True
+    #: Distance between neighbouring areas along x.
+    area_spacing: ClassVar[float]
+    #: Height of the root part's start above its area's origin.
+    start_height: ClassVar[float]
+    #: The part the orientation cube moves onto.
+    cube_part: ClassVar[int] = 0
+    #: MuJoCo steps per Academy step.
+    physics_substeps: ClassVar[int]
+
+    def model_xml(self, area_count: int) -> str:
+        """The MJCF model of ``area_count`` areas (naming rules: :func:`find_rig`)."""
+        raise NotImplementedError
+
+    def rig_names(self, area: int) -> tuple[list[str], list[str]]:
+        """The names of area ``area``'s parts and hinges (see :func:`find_rig`)."""
+        raise NotImplementedError
+
+    def setup(self, context: SceneContext) -> None:
+        """Build the MuJoCo model of every area and the state every such scene has.
+
+        Raises:
+            PlayerError: if MuJoCo is not installed.
+        """
+        super().setup(context)
+        mujoco = load_mujoco(self.name)
+        self._mj = mujoco
+        n = context.area_count
+        self.model = mujoco.MjModel.from_xml_string(self.model_xml(n))
+        self.data = mujoco.MjData(self.model)
+        names = [self.rig_names(area) for area in range(n)]
+        #: Where each area's body lives in the model.
+        self.rig = find_rig(mujoco, self.model, [p for p, _ in names], [h for _, h in names])
+        self.origin = np.zeros((n, 3))
+        self.origin[:, 0] = np.arange(n) * self.area_spacing
+        #: Target centre per area (world), the orientation cube's position and yaw (radians).
+        self.target = np.zeros((n, 3))
+        self.cube_position = self.origin + np.array([0.0, self.start_height, 0.0])
+        self.cube_yaw = np.zeros(n)
+        #: Which parts touch the floor (areas, parts), after the last physics step.
+        self.touching = np.zeros(self.rig.bodies.shape, dtype=bool)
+        #: Times a target was reached since start-up.
+        self.targets_reached = 0
+
+    def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:
+        """``Initialize``: the target moves at once."""
+        for area in slots.tolist():
+            self._move_target(int(area))
+
+    def _move_target(self, area: int) -> None:
+        """``MoveTargetToRandomPosition``: start + insideUnitSphere * 40, resting on the floor."""
+        point = point_in_unit_sphere(self.ctx.rng)
+        self.target[area] = self.origin[area] + [
+            TARGET_SPAWN_RADIUS * point[0],
+            TARGET_HALF,
+            TARGET_SPAWN_RADIUS * point[2],
+        ]
+
+    def _refresh(self) -> None:
+        """Positions, rotations (x, y, z, w) and velocities of every part (areas, parts, 3 or 4)
+        from ``qpos``/``qvel``."""
+        states = body_states(self._mj, self.model, self.data, self.rig.bodies)
+        self.position = states.position
+        self.rotation = states.rotation
+        self.velocity = states.velocity
+        self.angular_velocity = states.angular_velocity
+
+    def _update_cubes(self, areas: np.ndarray | slice) -> None:
+        """``UpdateOrientation``: the cube turns towards the target (from where it was), then
+        moves onto :attr:`cube_part`."""
+        self.cube_yaw[areas] = yaw_towards(self.target[areas], self.cube_position[areas])
+        self.cube_position[areas] = self.position[areas, self.cube_part]
+
+    def _step_physics(self) -> None:
+        """:attr:`physics_substeps` MuJoCo steps, then the parts' states and floor contacts."""
+        step = self._mj.mj_step
+        for _ in range(self.physics_substeps):
+            step(self.model, self.data)
+        self._refresh()
+        floor_contacts(self.data, self.rig, self.touching)
+
+    def _reset_poses(self, slots: np.ndarray, yaws: np.ndarray) -> None:
+        """:func:`reset_poses` of ``slots``' areas at their start, turned by ``yaws``."""
+        start = self.origin + np.array([0.0, self.start_height, 0.0])
+        reset_poses(self.data, self.rig, slots, start, yaws)

@@ -104,19 +104,19 @@ from ..academy import AgentBatch, SceneContext
 from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .articulated import (
-    arena_walls_xml,
-    body_states,
+    TARGET_HALF,
+    ArticulatedScene,
+    arena_xml,
     conjugate,
-    floor_touches,
     from_to,
     into_cube,
-    load_mujoco,
     multiply,
-    point_in_unit_sphere,
     rotate,
+    speed_match,
+    yaw_forward,
     yaw_quaternion,
 )
-from .base import MaxStepOption, Scene
+from .base import MaxStepOption
 from .registry import register_scene
 
 __all__ = [
@@ -185,8 +185,6 @@ UNLIMITED_FORCE = 1.0e12
 #: actions 0-11).
 ACTUATOR_COUNT = 12
 FRICTION = 0.6
-TARGET_HALF = 0.5
-TARGET_SPAWN_RADIUS = 40.0
 ARENA_HALF = 50.0
 WALL_HEIGHT = 4.0
 AREA_SPACING = 110.0
@@ -254,15 +252,13 @@ def crawler_model_xml(area_count: int) -> str:
         for area in range(area_count)
         for joint in _actuator_joints(area)
     )
-    walls = arena_walls_xml(area_count, AREA_SPACING, ARENA_HALF, WALL_HEIGHT)
     return (
         '<mujoco model="crawler">'
         '<compiler angle="radian"/>'
         f'<option timestep="{timestep}" gravity="0 {-GRAVITY} 0" integrator="{INTEGRATOR}"/>'
         f'<default><geom friction="{FRICTION} 0.005 0.0001"/></default>'
         "<worldbody>"
-        f'<geom name="floor" type="plane" size="0 0 1" quat="{np.sqrt(0.5)} {-np.sqrt(0.5)} 0 0"/>'
-        f"{walls}{crawlers}"
+        f"{arena_xml(area_count, AREA_SPACING, ARENA_HALF, WALL_HEIGHT)}{crawlers}"
         "</worldbody>"
         f"<actuator>{actuators}</actuator>"
         "</mujoco>"
@@ -270,7 +266,7 @@ def crawler_model_xml(area_count: int) -> str:
 
 
 @register_scene
-class CrawlerScene(MaxStepOption, Scene):
+class CrawlerScene(ArticulatedScene):
     """Crawl towards a target on four jointed legs (MuJoCo physics); one agent per area."""
 
     name = "Crawler"
@@ -298,6 +294,19 @@ class CrawlerScene(MaxStepOption, Scene):
 
     # ---- set-up ------------------------------------------------------------------------------
 
+    area_spacing = AREA_SPACING
+    physics_substeps = PHYSICS_SUBSTEPS
+    start_height = START_HEIGHT
+
+    def model_xml(self, area_count: int) -> str:
+        """:func:`crawler_model_xml`."""
+        return crawler_model_xml(area_count)
+
+    def rig_names(self, area: int) -> tuple[list[str], list[str]]:
+        """The body, then each leg's upper and lower part; the hinges in action order."""
+        parts = ["body", *(f"{kind}{leg}" for leg in range(LEG_COUNT) for kind in ("l", "f"))]
+        return [f"a{area}{part}" for part in parts], _actuator_joints(area)
+
     def setup(self, context: SceneContext) -> None:
         """Build the MuJoCo model of every area and the per-area state.
 
@@ -305,51 +314,12 @@ class CrawlerScene(MaxStepOption, Scene):
             PlayerError: if MuJoCo is not installed.
         """
         super().setup(context)
-        mujoco = load_mujoco("Crawler")
-        self._mj = mujoco
         n = context.area_count
-        self.model = mujoco.MjModel.from_xml_string(crawler_model_xml(n))
-        self.data = mujoco.MjData(self.model)
-        model = self.model
-        body = mujoco.mjtObj.mjOBJ_BODY
-        geom = mujoco.mjtObj.mjOBJ_GEOM
-        joint = mujoco.mjtObj.mjOBJ_JOINT
-        names = [
-            ["body", *(f"{kind}{leg}" for leg in range(LEG_COUNT) for kind in ("l", "f"))]
-            for _ in range(n)
-        ]
-        self._bodies = np.array(
-            [[mujoco.mj_name2id(model, body, f"a{a}{part}") for part in names[a]] for a in range(n)]
-        )
-        part_geoms = np.array(
-            [[mujoco.mj_name2id(model, geom, f"a{a}{part}") for part in names[a]] for a in range(n)]
-        )
-        self._floor = mujoco.mj_name2id(model, geom, "floor")
-        root = [mujoco.mj_name2id(model, joint, f"a{a}root") for a in range(n)]
-        self._qpos_root = np.array([model.jnt_qposadr[j] for j in root])
-        self._qvel_root = np.array([model.jnt_dofadr[j] for j in root])
-        hinges = [[mujoco.mj_name2id(model, joint, name) for name in _actuator_joints(a)]
-                  for a in range(n)]  # fmt: skip
-        self._qpos_hinges = np.array([[model.jnt_qposadr[h] for h in row] for row in hinges])
-        self._qvel_hinges = np.array([[model.jnt_dofadr[h] for h in row] for row in hinges])
-        #: Geom id -> (area, part) for the ground check.
-        self._geom_part = np.full((model.ngeom, 2), -1, dtype=np.int64)
-        for a in range(n):
-            for part in range(PART_COUNT):
-                self._geom_part[part_geoms[a, part]] = (a, part)
-        self.origin = np.zeros((n, 3))
-        self.origin[:, 0] = np.arange(n) * AREA_SPACING
-        #: Target centre per area (world), the orientation cube's position and yaw (radians).
-        self.target = np.zeros((n, 3))
-        self.cube_position = self.origin + np.array([0.0, START_HEIGHT, 0.0])
-        self.cube_yaw = np.zeros(n)
         #: The episode's target walking speed per area.
         self.walking_speed = np.full(n, MAX_WALKING_SPEED)
         #: Joint strengths (Unity's ``currentStrength``) of the legs, in part order (parts 1-8).
         self.strength = np.zeros((n, PART_COUNT - 1))
-        self.touching = np.zeros((n, PART_COUNT), dtype=bool)
-        #: Times a part reached a target, and episodes ended by a ground contact, since start-up.
-        self.targets_reached = 0
+        #: Episodes ended by a ground contact since start-up.
         self.falls = 0
         self._refresh()
         #: Half lengths and radii of the parts (the body: a point of radius 0.5).
@@ -357,55 +327,13 @@ class CrawlerScene(MaxStepOption, Scene):
                                        0.5 * LOWER_HEIGHT - LEG_RADIUS] * LEG_COUNT)  # fmt: skip
         self._radius = np.array([BODY_RADIUS] + [LEG_RADIUS] * (PART_COUNT - 1))
 
-    def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:
-        """``Initialize``: spawn the target at the crawler's start and move it at once."""
-        for area in slots.tolist():
-            self._move_target(int(area))
-
-    def _move_target(self, area: int) -> None:
-        """``MoveTargetToRandomPosition``: start + insideUnitSphere * 40, resting on the floor."""
-        point = point_in_unit_sphere(self.ctx.rng)
-        self.target[area] = self.origin[area] + [
-            TARGET_SPAWN_RADIUS * point[0],
-            TARGET_HALF,
-            TARGET_SPAWN_RADIUS * point[2],
-        ]
-
-    # ---- state -------------------------------------------------------------------------------
-
-    def _refresh(self) -> None:
-        """Positions, rotations and velocities of every part from ``qpos``/``qvel``."""
-        states = body_states(self._mj, self.model, self.data, self._bodies)
-        self.position = states.position  # (n, 9, 3)
-        self.rotation = states.rotation  # x, y, z, w
-        self.angular_velocity = states.angular_velocity
-        self.velocity = states.velocity
-
-    def _update_cubes(self, areas: np.ndarray | slice) -> None:
-        """``UpdateOrientation``: the cube turns towards the target (from where it was), then
-        moves onto the body."""
-        direction = self.target[areas] - self.cube_position[areas]
-        flat = np.hypot(direction[:, 0], direction[:, 2]) > 0.0
-        self.cube_yaw[areas] = np.where(flat, np.arctan2(direction[:, 0], direction[:, 2]), 0.0)
-        self.cube_position[areas] = self.position[areas, 0]
-
     # ---- episode -----------------------------------------------------------------------------
 
     def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
         """The starting pose, zero velocities, the crawler turned to a random yaw about its body,
         the cube updated and a new target walking speed."""
         rng = self.ctx.rng
-        yaw = np.radians(rng.uniform(0.0, 360.0, slots.size))
-        qpos = self.data.qpos
-        qvel = self.data.qvel
-        for area, turn in zip(slots.tolist(), yaw.tolist(), strict=True):
-            root = self._qpos_root[area]
-            qpos[root : root + 3] = self.origin[area] + [0.0, START_HEIGHT, 0.0]
-            qpos[root + 3 : root + 7] = [np.cos(turn / 2.0), 0.0, np.sin(turn / 2.0), 0.0]
-            qpos[self._qpos_hinges[area]] = 0.0
-            dof = self._qvel_root[area]
-            qvel[dof : dof + 6] = 0.0
-            qvel[self._qvel_hinges[area]] = 0.0
+        self._reset_poses(slots, np.radians(rng.uniform(0.0, 360.0, slots.size)))
         self._refresh()
         self.touching[slots] = False
         self._update_cubes(slots)
@@ -425,7 +353,7 @@ class CrawlerScene(MaxStepOption, Scene):
         position = self.position[slots]
         rotation = self.rotation[slots]
         body = position[:, 0]
-        cube_forward = np.stack([np.sin(yaw), np.zeros(k), np.cos(yaw)], axis=1)
+        cube_forward = yaw_forward(yaw)
         goal = speed[:, None] * cube_forward
         average = self._average_velocity(slots)
         vector = np.empty((k, 32), dtype=np.float32)
@@ -490,7 +418,7 @@ class CrawlerScene(MaxStepOption, Scene):
         model.actuator_forcerange[rows, 0] = -limits.ravel()
         model.actuator_forcerange[rows, 1] = limits.ravel()
         # The damper as the hinges' own damping (integrated implicitly), scaled by the strength.
-        model.dof_damping[self._qvel_hinges[slots].ravel()] = (
+        model.dof_damping[self.rig.qvel_hinges[slots].ravel()] = (
             JOINT_DAMPEN * limits.ravel() / MAX_JOINT_FORCE
         )
 
@@ -501,18 +429,13 @@ class CrawlerScene(MaxStepOption, Scene):
         self._update_cubes(every)
         yaw = self.cube_yaw
         speed = self.walking_speed
-        forward = np.stack([np.sin(yaw), np.zeros_like(yaw), np.cos(yaw)], axis=1)
-        miss = np.linalg.norm(self._average_velocity(every) - speed[:, None] * forward, axis=1)
-        speed_match = (1.0 - (np.minimum(miss, speed) / speed) ** 2) ** 2
+        forward = yaw_forward(yaw)
+        matching = speed_match(self._average_velocity(every), speed, forward)
         body_forward = rotate(self.rotation[:, 0], np.array([0.0, 0.0, 1.0]))
         look_at = (np.einsum("ij,ij->i", forward, body_forward) + 1.0) * 0.5
         batch = self.ctx.batch("Crawler")
-        batch.add_reward(np.arange(yaw.size), speed_match * look_at)
-        step = self._mj.mj_step
-        for _ in range(PHYSICS_SUBSTEPS):
-            step(self.model, self.data)
-        self._refresh()
-        floor_touches(self.data, self._floor, self._geom_part, self.touching)
+        batch.add_reward(np.arange(yaw.size), matching * look_at)
+        self._step_physics()
         fell = np.flatnonzero(self.touching[:, FATAL_PARTS].any(axis=1))
         if fell.size:
             self.falls += int(fell.size)

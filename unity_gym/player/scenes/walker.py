@@ -93,19 +93,20 @@ from ..academy import AgentBatch, SceneContext
 from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .articulated import (
+    TARGET_HALF,
+    TARGET_SPAWN_RADIUS,
+    ArticulatedScene,
     arena_xml,
-    body_states,
     conjugate,
-    floor_contacts,
     from_to,
     into_cube,
-    load_mujoco,
     multiply,
     point_in_unit_sphere,
     rotate,
-    yaw_towards,
+    speed_match,
+    yaw_forward,
 )
-from .base import MaxStepOption, Scene
+from .base import MaxStepOption
 from .registry import register_scene
 
 __all__ = [
@@ -150,8 +151,6 @@ PREFAB_FORCE = 25000.0
 #: ``SetTorsoMass``'s default for the hips, the chest and the spine.
 TORSO_MASS = 8.0
 FRICTION = 0.6
-TARGET_HALF = 0.5
-TARGET_SPAWN_RADIUS = 40.0
 #: Where the target starts, relative to the walker's start (the variant's ``DynamicTarget``).
 TARGET_START = (0.0, 2.0)
 ARENA_HALF = 50.0
@@ -373,7 +372,7 @@ _FORWARD = np.array([0.0, 0.0, 1.0])
 
 
 @register_scene
-class WalkerScene(MaxStepOption, Scene):
+class WalkerScene(ArticulatedScene):
     """Walk towards a target with a 16-part humanoid ragdoll (MuJoCo physics); one agent per
     area."""
 
@@ -398,6 +397,20 @@ class WalkerScene(MaxStepOption, Scene):
 
     # ---- set-up ------------------------------------------------------------------------------
 
+    area_spacing = AREA_SPACING
+    physics_substeps = PHYSICS_SUBSTEPS
+    start_height = START_HEIGHT
+    cube_part = HIPS
+
+    def model_xml(self, area_count: int) -> str:
+        """:func:`walker_model_xml`."""
+        return walker_model_xml(area_count)
+
+    def rig_names(self, area: int) -> tuple[list[str], list[str]]:
+        """The parts in :data:`PARTS` order; the hinges in target-action order."""
+        parts = [f"a{area}{part.name}" for part in PARTS]
+        return parts, [f"a{area}{PARTS[JOINTS[j].part].name}{'xyz'[i]}" for j, i in HINGES]
+
     def setup(self, context: SceneContext) -> None:
         """Build the MuJoCo model of every area and the per-area state.
 
@@ -405,65 +418,24 @@ class WalkerScene(MaxStepOption, Scene):
             PlayerError: if MuJoCo is not installed.
         """
         super().setup(context)
-        mujoco = load_mujoco("Walker")
-        self._mj = mujoco
         n = context.area_count
-        self.model = mujoco.MjModel.from_xml_string(walker_model_xml(n))
-        self.data = mujoco.MjData(self.model)
         model = self.model
-        body = mujoco.mjtObj.mjOBJ_BODY
-        geom = mujoco.mjtObj.mjOBJ_GEOM
-        joint = mujoco.mjtObj.mjOBJ_JOINT
-        names = [part.name for part in PARTS]
-        self._bodies = np.array(
-            [[mujoco.mj_name2id(model, body, f"a{a}{p}") for p in names] for a in range(n)]
-        )
-        self._part_geoms = np.array(
-            [[mujoco.mj_name2id(model, geom, f"a{a}{p}") for p in names] for a in range(n)]
-        )
+        geom = self._mj.mjtObj.mjOBJ_GEOM
         self._target_geoms = np.array(
-            [mujoco.mj_name2id(model, geom, f"a{a}target") for a in range(n)]
+            [self._mj.mj_name2id(model, geom, f"a{a}target") for a in range(n)]
         )
-        self._floor = mujoco.mj_name2id(model, geom, "floor")
-        root = [mujoco.mj_name2id(model, joint, f"a{a}root") for a in range(n)]
-        self._qpos_root = np.array([model.jnt_qposadr[j] for j in root])
-        self._qvel_root = np.array([model.jnt_dofadr[j] for j in root])
-        hinges = [
-            [mujoco.mj_name2id(model, joint, f"a{a}{PARTS[JOINTS[j].part].name}{'xyz'[i]}")
-             for j, i in HINGES]
-            for a in range(n)
-        ]  # fmt: skip
-        self._qpos_hinges = np.array([[model.jnt_qposadr[h] for h in row] for row in hinges])
-        self._qvel_hinges = np.array([[model.jnt_dofadr[h] for h in row] for row in hinges])
-        #: Geom id -> (area, part) for the ground check.
-        self._geom_part = np.full((model.ngeom, 2), -1, dtype=np.int64)
-        for a in range(n):
-            for p in range(PART_COUNT):
-                self._geom_part[self._part_geoms[a, p]] = (a, p)
         #: Each part's mass and inertia as built (the torso's are rescaled per episode).
         self._base_mass = model.body_mass.copy()
         self._base_inertia = model.body_inertia.copy()
-        self.origin = np.zeros((n, 3))
-        self.origin[:, 0] = np.arange(n) * AREA_SPACING
         #: Where each area's target starts (and is spawned around).
         start = np.array([TARGET_START[0], TARGET_HALF, TARGET_START[1]])
         self.target_start = self.origin + start
-        #: Target centre per area (world), the orientation cube's position and yaw (radians).
         self.target = self.target_start.copy()
-        self.cube_position = self.origin + np.array([0.0, START_HEIGHT, 0.0])
-        self.cube_yaw = np.zeros(n)
         #: Joint strengths (Unity's ``currentStrength``, strength-action order).
         self.strength = np.zeros((n, len(JOINTS)))
-        self.touching = np.zeros((n, PART_COUNT), dtype=bool)
-        #: Targets touched and ground contacts that ended an episode, since start-up.
-        self.targets_reached = 0
+        #: Ground contacts that ended an episode since start-up.
         self.falls = 0
         self._refresh()
-
-    def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:
-        """``Initialize``: the target (2 ahead of the start) moves at once."""
-        for area in slots.tolist():
-            self._move_target(int(area))
 
     def _move_target(self, area: int) -> None:
         """``MoveTargetToRandomPosition``: start + insideUnitSphere * 40, resting on the floor."""
@@ -477,43 +449,17 @@ class WalkerScene(MaxStepOption, Scene):
         self.target[area] = centre
         self.model.geom_pos[self._target_geoms[area]] = centre
 
-    # ---- state -------------------------------------------------------------------------------
-
-    def _refresh(self) -> None:
-        """Positions, rotations and velocities of every part from ``qpos``/``qvel``."""
-        states = body_states(self._mj, self.model, self.data, self._bodies)
-        self.position = states.position  # (n, 16, 3)
-        self.rotation = states.rotation  # x, y, z, w
-        self.velocity = states.velocity
-        self.angular_velocity = states.angular_velocity
-
-    def _update_cubes(self, areas: np.ndarray | slice) -> None:
-        """``UpdateOrientation``: the cube turns towards the target (from where it was), then
-        moves onto the hips."""
-        self.cube_yaw[areas] = yaw_towards(self.target[areas], self.cube_position[areas])
-        self.cube_position[areas] = self.position[areas, HIPS]
-
     # ---- episode -----------------------------------------------------------------------------
 
     def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
         """The starting pose, zero velocities, the body turned to a random yaw about the hips,
         the torso's masses from the environment parameters."""
         k = slots.size
-        yaw = np.radians(self.ctx.rng.uniform(0.0, 360.0, k))
-        qpos = self.data.qpos
-        qvel = self.data.qvel
-        for area, turn in zip(slots.tolist(), yaw.tolist(), strict=True):
-            root = self._qpos_root[area]
-            qpos[root : root + 3] = self.origin[area] + [0.0, START_HEIGHT, 0.0]
-            qpos[root + 3 : root + 7] = [np.cos(turn / 2.0), 0.0, np.sin(turn / 2.0), 0.0]
-            qpos[self._qpos_hinges[area]] = 0.0
-            dof = self._qvel_root[area]
-            qvel[dof : dof + 6] = 0.0
-            qvel[self._qvel_hinges[area]] = 0.0
+        self._reset_poses(slots, np.radians(self.ctx.rng.uniform(0.0, 360.0, k)))
         params = self.ctx.parameters
         for part, key in ((CHEST, "chest_mass"), (SPINE, "spine_mass"), (HIPS, "hip_mass")):
             mass = np.maximum(params.read_many(key, TORSO_MASS, k), 1e-3)
-            bodies = self._bodies[slots, part]
+            bodies = self.rig.bodies[slots, part]
             scale = mass / self._base_mass[bodies]
             self.model.body_mass[bodies] = mass
             self.model.body_inertia[bodies] = self._base_inertia[bodies] * scale[:, None]
@@ -531,7 +477,7 @@ class WalkerScene(MaxStepOption, Scene):
         """The 243 floats of ``CollectObservations`` (see the module documentation)."""
         k = slots.size
         yaw = self.cube_yaw[slots]
-        cube_forward = np.stack([np.sin(yaw), np.zeros(k), np.cos(yaw)], axis=1)
+        cube_forward = yaw_forward(yaw)
         goal = MAX_WALKING_SPEED * cube_forward
         average = self._average_velocity(slots)
         position = self.position[slots]
@@ -582,7 +528,7 @@ class WalkerScene(MaxStepOption, Scene):
         self.data.ctrl[rows] = targets.ravel()
         model.actuator_gainprm[rows, 0] = MAX_JOINT_SPRING
         model.actuator_biasprm[rows, 1] = -MAX_JOINT_SPRING
-        dofs = self._qvel_hinges[slots].ravel()
+        dofs = self.rig.qvel_hinges[slots].ravel()
         model.dof_damping[dofs] = JOINT_DAMPEN / MAX_JOINT_FORCE * limits
         model.actuator_forcerange[rows, 0] = -limits
         model.actuator_forcerange[rows, 1] = limits
@@ -593,20 +539,13 @@ class WalkerScene(MaxStepOption, Scene):
         every = slice(None)
         self._update_cubes(every)
         yaw = self.cube_yaw
-        cube_forward = np.stack([np.sin(yaw), np.zeros_like(yaw), np.cos(yaw)], axis=1)
-        miss = np.linalg.norm(
-            self._average_velocity(every) - MAX_WALKING_SPEED * cube_forward, axis=1
-        )
-        speed_match = (1.0 - (np.minimum(miss, MAX_WALKING_SPEED) / MAX_WALKING_SPEED) ** 2) ** 2
+        cube_forward = yaw_forward(yaw)
+        matching = speed_match(self._average_velocity(every), MAX_WALKING_SPEED, cube_forward)
         head_forward = rotate(self.rotation[:, HEAD], _FORWARD)
         look = (np.einsum("ij,ij->i", cube_forward, head_forward) + 1.0) * 0.5
         batch = self.ctx.batch("Walker")
-        batch.add_reward(np.arange(yaw.size), speed_match * look)
-        step = self._mj.mj_step
-        for _ in range(PHYSICS_SUBSTEPS):
-            step(self.model, self.data)
-        self._refresh()
-        floor_contacts(self.data, self._floor, self._geom_part, self.touching)
+        batch.add_reward(np.arange(yaw.size), matching * look)
+        self._step_physics()
         self._touch_targets(batch)
         fell = np.flatnonzero((self.touching & DONE_PARTS).any(axis=1))
         if fell.size:
@@ -626,7 +565,7 @@ class WalkerScene(MaxStepOption, Scene):
             cube = int(self._target_geoms[area])
             if any(
                 distance(self.model, self.data, cube, int(g), 0.01, None) <= 0.0
-                for g in self._part_geoms[area]
+                for g in self.rig.part_geoms[area]
             ):
                 self.targets_reached += 1
                 batch.add_reward(np.array([area]), 1.0)

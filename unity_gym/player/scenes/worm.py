@@ -78,21 +78,20 @@ from ..academy import AgentBatch, SceneContext
 from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .articulated import (
+    TARGET_HALF,
+    ArticulatedScene,
     angle_degrees,
     arena_xml,
-    body_states,
     conjugate,
-    floor_contacts,
     from_to,
     into_cube,
-    load_mujoco,
     multiply,
-    point_in_unit_sphere,
     rotate,
+    speed_match,
+    yaw_forward,
     yaw_quaternion,
-    yaw_towards,
 )
-from .base import MaxStepOption, Scene
+from .base import MaxStepOption
 from .registry import register_scene
 
 __all__ = [
@@ -139,8 +138,6 @@ UNLIMITED_FORCE = 1.0e12
 FRICTION = 0.6
 MOUTH_CENTRE = np.array([-0.02, -0.034, 0.986])
 MOUTH_RADIUS = 0.31
-TARGET_HALF = 0.5
-TARGET_SPAWN_RADIUS = 40.0
 ARENA_HALF = 50.0
 WALL_HEIGHT = 8.0
 AREA_SPACING = 200.0
@@ -225,7 +222,7 @@ def worm_model_xml(area_count: int) -> str:
 
 
 @register_scene
-class WormScene(MaxStepOption, Scene):
+class WormScene(ArticulatedScene):
     """Crawl towards a target with a four-segment worm (MuJoCo physics); one agent per area."""
 
     name = "Worm"
@@ -249,6 +246,20 @@ class WormScene(MaxStepOption, Scene):
 
     # ---- set-up ------------------------------------------------------------------------------
 
+    area_spacing = AREA_SPACING
+    physics_substeps = PHYSICS_SUBSTEPS
+    start_height = START_HEIGHT
+
+    def model_xml(self, area_count: int) -> str:
+        """:func:`worm_model_xml`."""
+        return worm_model_xml(area_count)
+
+    def rig_names(self, area: int) -> tuple[list[str], list[str]]:
+        """The segments (head first) and the pitch and yaw hinge of each joint."""
+        segments = [f"a{area}s{s}" for s in range(SEGMENT_COUNT)]
+        hinges = [f"a{area}j{j}{axis}" for j in range(JOINT_COUNT) for axis in ("pitch", "yaw")]
+        return segments, hinges
+
     def setup(self, context: SceneContext) -> None:
         """Build the MuJoCo model of every area and the per-area state.
 
@@ -256,102 +267,18 @@ class WormScene(MaxStepOption, Scene):
             PlayerError: if MuJoCo is not installed.
         """
         super().setup(context)
-        mujoco = load_mujoco("Worm")
-        self._mj = mujoco
-        n = context.area_count
-        self.model = mujoco.MjModel.from_xml_string(worm_model_xml(n))
-        self.data = mujoco.MjData(self.model)
-        model = self.model
-        body = mujoco.mjtObj.mjOBJ_BODY
-        geom = mujoco.mjtObj.mjOBJ_GEOM
-        joint = mujoco.mjtObj.mjOBJ_JOINT
-        self._bodies = np.array(
-            [[mujoco.mj_name2id(model, body, f"a{a}s{s}") for s in range(SEGMENT_COUNT)]
-             for a in range(n)]
-        )  # fmt: skip
-        self._segment_geoms = np.array(
-            [[mujoco.mj_name2id(model, geom, f"a{a}s{s}") for s in range(SEGMENT_COUNT)]
-             for a in range(n)]
-        )  # fmt: skip
-        self._floor = mujoco.mj_name2id(model, geom, "floor")
-        root = [mujoco.mj_name2id(model, joint, f"a{a}root") for a in range(n)]
-        self._qpos_root = np.array([model.jnt_qposadr[j] for j in root])
-        self._qvel_root = np.array([model.jnt_dofadr[j] for j in root])
-        hinges = [
-            [mujoco.mj_name2id(model, joint, f"a{a}j{j}{axis}")
-             for j in range(JOINT_COUNT) for axis in ("pitch", "yaw")]
-            for a in range(n)
-        ]  # fmt: skip
-        self._qpos_hinges = np.array([[model.jnt_qposadr[h] for h in row] for row in hinges])
-        self._qvel_hinges = np.array([[model.jnt_dofadr[h] for h in row] for row in hinges])
-        #: Geom id -> (area, segment) for the ground check (the mouth counts as the head).
-        self._geom_segment = np.full((model.ngeom, 2), -1, dtype=np.int64)
-        for a in range(n):
-            for s in range(SEGMENT_COUNT):
-                self._geom_segment[self._segment_geoms[a, s]] = (a, s)
-            self._geom_segment[mujoco.mj_name2id(model, geom, f"a{a}mouth")] = (a, 0)
-        self.origin = np.zeros((n, 3))
-        self.origin[:, 0] = np.arange(n) * AREA_SPACING
-        #: Target centre per area (world), the orientation cube's position and yaw (radians).
-        self.target = np.zeros((n, 3))
-        self.cube_position = self.origin + np.array([0.0, START_HEIGHT, 0.0])
-        self.cube_yaw = np.zeros(n)
+        geom = self._mj.mjtObj.mjOBJ_GEOM
+        for a in range(context.area_count):  # the mouth counts as the head in the ground check
+            self.rig.geom_part[self._mj.mj_name2id(self.model, geom, f"a{a}mouth")] = (a, 0)
         #: Joint strengths (Unity's ``currentStrength``) and the drive each joint has.
-        self.strength = np.zeros((n, JOINT_COUNT))
-        self.touching = np.zeros((n, SEGMENT_COUNT), dtype=bool)
-        #: Times the mouth reached a target since start-up.
-        self.targets_reached = 0
+        self.strength = np.zeros((context.area_count, JOINT_COUNT))
         self._refresh()
-
-    def initialize_agents(self, batch: AgentBatch, slots: np.ndarray) -> None:
-        """``Initialize``: spawn the target at the worm's start and move it at once."""
-        for area in slots.tolist():
-            self._move_target(int(area))
-
-    def _move_target(self, area: int) -> None:
-        """``MoveTargetToRandomPosition``: start + insideUnitSphere * 40, resting on the floor."""
-        point = point_in_unit_sphere(self.ctx.rng)
-        self.target[area] = self.origin[area] + [
-            TARGET_SPAWN_RADIUS * point[0],
-            TARGET_HALF,
-            TARGET_SPAWN_RADIUS * point[2],
-        ]
-
-    # ---- state -------------------------------------------------------------------------------
-
-    def _refresh(self) -> None:
-        """Positions, rotations and velocities of every body from ``qpos``/``qvel``."""
-        states = body_states(self._mj, self.model, self.data, self._bodies)
-        self.position = states.position  # (n, 4, 3)
-        self.rotation = states.rotation  # x, y, z, w
-        self.velocity = states.velocity
-        self.angular_velocity = states.angular_velocity
-
-    def _ground_contacts(self) -> None:
-        """Which segments touch the floor (contacts of the last physics step)."""
-        floor_contacts(self.data, self._floor, self._geom_segment, self.touching)
-
-    def _update_cubes(self, areas: np.ndarray | slice) -> None:
-        """``UpdateOrientation``: the cube turns towards the target (from where it was), then
-        moves onto the head."""
-        self.cube_yaw[areas] = yaw_towards(self.target[areas], self.cube_position[areas])
-        self.cube_position[areas] = self.position[areas, 0]
 
     # ---- episode -----------------------------------------------------------------------------
 
     def on_episode_begin(self, batch: AgentBatch, slots: np.ndarray) -> None:
         """The starting pose, zero velocities, the worm turned to a random yaw about its head."""
-        yaw = np.radians(self.ctx.rng.uniform(0.0, 360.0, slots.size))
-        qpos = self.data.qpos
-        qvel = self.data.qvel
-        for area, turn in zip(slots.tolist(), yaw.tolist(), strict=True):
-            root = self._qpos_root[area]
-            qpos[root : root + 3] = self.origin[area] + [0.0, START_HEIGHT, 0.0]
-            qpos[root + 3 : root + 7] = [np.cos(turn / 2.0), 0.0, np.sin(turn / 2.0), 0.0]
-            qpos[self._qpos_hinges[area]] = 0.0
-            dof = self._qvel_root[area]
-            qvel[dof : dof + 6] = 0.0
-            qvel[self._qvel_hinges[area]] = 0.0
+        self._reset_poses(slots, np.radians(self.ctx.rng.uniform(0.0, 360.0, slots.size)))
         self._refresh()
         self.touching[slots] = False
         self._update_cubes(slots)
@@ -372,7 +299,7 @@ class WormScene(MaxStepOption, Scene):
         obs[:, 1:4] = [0.0, 0.0, MAX_WALKING_SPEED]
         obs[:, 4] = angle_degrees(cube_rotation, rotation[:, 0]) / 180.0
         forward = rotate(rotation[:, 0], np.array([0.0, 0.0, 1.0]))
-        cube_forward = np.stack([np.sin(yaw), np.zeros(k), np.cos(yaw)], axis=1)
+        cube_forward = yaw_forward(yaw)
         obs[:, 5:9] = from_to(forward, cube_forward)
         obs[:, 9:12] = into_cube(yaw, self.target[slots] - self.cube_position[slots])
         velocity = into_cube(yaw, self.velocity[slots])
@@ -430,17 +357,11 @@ class WormScene(MaxStepOption, Scene):
         every = slice(None)
         self._update_cubes(every)
         yaw = self.cube_yaw
-        goal = MAX_WALKING_SPEED * np.stack([np.sin(yaw), np.zeros_like(yaw), np.cos(yaw)], 1)
-        miss = np.minimum(np.linalg.norm(self.velocity[:, 0] - goal, axis=1), MAX_WALKING_SPEED)
-        speed_match = (1.0 - (miss / MAX_WALKING_SPEED) ** 2) ** 2
+        matching = speed_match(self.velocity[:, 0], MAX_WALKING_SPEED, yaw_forward(yaw))
         angle = angle_degrees(yaw_quaternion(yaw), self.rotation[:, 0])
         facing = np.where(angle < FACING_LIMIT_DEGREES, 1.0 - angle / 180.0, 0.0)
-        self.ctx.batch("Worm").add_reward(np.arange(yaw.size), speed_match * facing)
-        step = self._mj.mj_step
-        for _ in range(PHYSICS_SUBSTEPS):
-            step(self.model, self.data)
-        self._refresh()
-        self._ground_contacts()
+        self.ctx.batch("Worm").add_reward(np.arange(yaw.size), matching * facing)
+        self._step_physics()
         self._touch_targets()
 
     def _touch_targets(self) -> None:
