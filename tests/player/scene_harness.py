@@ -117,6 +117,16 @@ def play(
     return played
 
 
+def seeded_digests(
+    scene_class: type[Scene], seed: int, *, steps: int = 200, num_agents: int = 2
+) -> list[int]:
+    """The observation digests of ``steps`` Academy steps of ``scene_class`` (Academy seed
+    ``seed``, :func:`random_policy` seed 1), for determinism checks."""
+    played = play(scene_class, seed=seed, policy=random_policy(1), num_agents=num_agents)
+    played.step(steps)
+    return played.digests
+
+
 @dataclass(frozen=True)
 class Terminal:
     """One agent's terminal report."""

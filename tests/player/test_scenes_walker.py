@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from scene_harness import idle_policy, play, random_policy, terminal_reports
+from scene_harness import idle_policy, play, random_policy, seeded_digests, terminal_reports
 
 pytest.importorskip("mujoco")
 
@@ -239,15 +239,9 @@ def test_torso_masses_come_from_the_environment_parameters() -> None:
 
 
 def test_the_scene_is_deterministic_for_a_seed() -> None:
-    runs = []
-    for _ in range(2):
-        played = play(WalkerScene, seed=9, policy=random_policy(1), num_agents=2)
-        played.step(200)
-        runs.append(played.digests)
-    assert runs[0] == runs[1]
-    other = play(WalkerScene, seed=10, policy=random_policy(1), num_agents=2)
-    other.step(200)
-    assert other.digests != runs[0]
+    first = seeded_digests(WalkerScene, 9)
+    assert seeded_digests(WalkerScene, 9) == first
+    assert seeded_digests(WalkerScene, 10) != first
 
 
 def test_the_heuristic_stays_up_where_random_actions_fall() -> None:

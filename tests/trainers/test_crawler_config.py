@@ -10,12 +10,8 @@ deciding every 5 Academy steps, two observations (``PhysicsBodySensor:Body`` 126
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-import onnxruntime
 import pytest
-from trainer_test_support import RunTrain, shipped_config, shortened_run, tensorboard_scalars
+from trainer_test_support import RunTrain, assert_body_configs, assert_trains_and_exports
 
 pytest.importorskip("mujoco")
 
@@ -25,57 +21,17 @@ RUN_ARGS = ("--scene", "Crawler", "--seed", "3", "--no-graphics", "--num-envs", 
             "--env-args", "--option", "max_step=200")  # fmt: skip
 
 
-def _config(trainer: str) -> dict[str, Any]:
-    return shipped_config("Crawler", trainer)
-
-
 def test_shipped_configs_match_the_ml_agents_references() -> None:
-    network = {"normalize": True, "hidden_units": 512, "num_layers": 3, "vis_encode_type": "simple"}
-    ppo = _config("ppo")["behaviors"]["Crawler"]
-    assert ppo["trainer_type"] == "ppo"
-    assert ppo["hyperparameters"] == {
-        "batch_size": 2048,
-        "buffer_size": 20480,
-        "learning_rate": 3.0e-4,
-        "beta": 5.0e-3,
-        "epsilon": 0.2,
-        "lambd": 0.95,
-        "num_epoch": 3,
-        "learning_rate_schedule": "linear",
-    }
-    assert ppo["network_settings"] == network
-    assert (ppo["max_steps"], ppo["time_horizon"], ppo["summary_freq"]) == (10000000, 1000, 30000)
-    sac = _config("sac")["behaviors"]["Crawler"]
-    assert sac["trainer_type"] == "sac"
-    assert sac["hyperparameters"] == {
-        "learning_rate": 3.0e-4,
-        "learning_rate_schedule": "constant",
-        "batch_size": 256,
-        "buffer_size": 500000,
-        "buffer_init_steps": 0,
-        "tau": 0.005,
-        "steps_per_update": 20.0,
-        "save_replay_buffer": False,
-        "init_entcoef": 1.0,
-        "reward_signal_steps_per_update": 20.0,
-    }
-    assert sac["network_settings"] == network
-    assert (sac["max_steps"], sac["time_horizon"], sac["summary_freq"]) == (5000000, 1000, 30000)
-    for behavior in (ppo, sac):
-        assert behavior["reward_signals"] == {"extrinsic": {"gamma": 0.995, "strength": 1.0}}
-        assert behavior["keep_checkpoints"] == 5
+    assert_body_configs(
+        "Crawler",
+        hidden_units=512,
+        ppo_sizes=(2_048, 20_480, 10_000_000),
+        sac_sizes=(256, 500_000, 20.0, 5_000_000),
+    )
 
 
 @pytest.mark.parametrize("trainer", ["ppo", "sac"])
 def test_config_trains_crawler_and_exports_onnx(run_train: RunTrain, trainer: str) -> None:
-    run = shortened_run(run_train, _config(trainer), "Crawler", 2000, *RUN_ARGS)
-    scalars = tensorboard_scalars(run / "Crawler")
-    assert scalars["Environment/Cumulative Reward"], "episodes ended (falls or 200 steps)"
-    session = onnxruntime.InferenceSession(str(run / "Crawler.onnx"))
-    shapes = sorted((i.name, i.shape[1:]) for i in session.get_inputs())
-    assert ("obs_0", [126]) in shapes and ("obs_1", [32]) in shapes
-    feeds = {i.name: np.zeros((3, *i.shape[1:]), np.float32) for i in session.get_inputs()}
-    outputs = dict(
-        zip([o.name for o in session.get_outputs()], session.run(None, feeds), strict=True)
+    assert_trains_and_exports(
+        run_train, "Crawler", trainer, [("obs_0", [126]), ("obs_1", [32])], 20, *RUN_ARGS
     )
-    assert outputs["continuous_actions"].shape == (3, 20)

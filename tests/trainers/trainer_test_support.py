@@ -248,6 +248,95 @@ def shortened_run(
     return run
 
 
+def assert_body_configs(
+    behavior_name: str,
+    *,
+    hidden_units: int,
+    ppo_sizes: tuple[int, int, int],
+    sac_sizes: tuple[int, int, float, int],
+) -> None:
+    """The shipped PPO and SAC configs of one of ML-Agents' jointed-body examples (Worm, Crawler,
+    Walker) equal ML-Agents' ``config/ppo`` and ``config/sac`` files: what those share (learning
+    rate 3e-4, PPO's beta, epsilon, lambd and epochs, SAC's tau and entropy, networks normalised
+    with 3 layers of ``hidden_units``, time horizon 1000, summaries every 30000, gamma 0.995, 5
+    checkpoints) and the sizes given: PPO (batch, buffer, max steps), SAC (batch, buffer, steps
+    per update, which is also the reward signal's, max steps)."""
+    network = {
+        "normalize": True,
+        "hidden_units": hidden_units,
+        "num_layers": 3,
+        "vis_encode_type": "simple",
+    }
+    ppo = shipped_config(behavior_name, "ppo")["behaviors"][behavior_name]
+    assert ppo["trainer_type"] == "ppo"
+    assert ppo["hyperparameters"] == {
+        "batch_size": ppo_sizes[0],
+        "buffer_size": ppo_sizes[1],
+        "learning_rate": 3.0e-4,
+        "beta": 5.0e-3,
+        "epsilon": 0.2,
+        "lambd": 0.95,
+        "num_epoch": 3,
+        "learning_rate_schedule": "linear",
+    }
+    assert (ppo["max_steps"], ppo["time_horizon"], ppo["summary_freq"]) == (
+        ppo_sizes[2],
+        1000,
+        30000,
+    )
+    sac = shipped_config(behavior_name, "sac")["behaviors"][behavior_name]
+    assert sac["trainer_type"] == "sac"
+    assert sac["hyperparameters"] == {
+        "learning_rate": 3.0e-4,
+        "learning_rate_schedule": "constant",
+        "batch_size": sac_sizes[0],
+        "buffer_size": sac_sizes[1],
+        "buffer_init_steps": 0,
+        "tau": 0.005,
+        "steps_per_update": sac_sizes[2],
+        "save_replay_buffer": False,
+        "init_entcoef": 1.0,
+        "reward_signal_steps_per_update": sac_sizes[2],
+    }
+    assert (sac["max_steps"], sac["time_horizon"], sac["summary_freq"]) == (
+        sac_sizes[3],
+        1000,
+        30000,
+    )
+    for behavior in (ppo, sac):
+        assert behavior["network_settings"] == network
+        assert behavior["reward_signals"] == {"extrinsic": {"gamma": 0.995, "strength": 1.0}}
+        assert behavior["keep_checkpoints"] == 5
+
+
+def assert_trains_and_exports(
+    run_train: RunTrain,
+    behavior_name: str,
+    trainer: str,
+    inputs: list[tuple[str, list[int]]],
+    actions: int,
+    *args: str,
+) -> None:
+    """A :func:`shortened_run` (2000 steps) of the shipped ``trainer`` config of
+    ``behavior_name`` with ``unity-train`` flags ``args`` ends episodes, and the ONNX model it
+    exports takes ``inputs`` (name, shape without the batch) and gives ``actions`` continuous
+    actions."""
+    import onnxruntime
+
+    config = shipped_config(behavior_name, trainer)
+    run = shortened_run(run_train, config, behavior_name, 2000, *args)
+    scalars = tensorboard_scalars(run / behavior_name)
+    assert scalars["Environment/Cumulative Reward"], "episodes ended"
+    session = onnxruntime.InferenceSession(str(run / f"{behavior_name}.onnx"))
+    shapes = sorted((i.name, i.shape[1:]) for i in session.get_inputs())
+    for expected in inputs:
+        assert expected in shapes, shapes
+    feeds = {i.name: np.zeros((3, *i.shape[1:]), np.float32) for i in session.get_inputs()}
+    names = [o.name for o in session.get_outputs()]
+    outputs = dict(zip(names, session.run(None, feeds), strict=True))
+    assert outputs["continuous_actions"].shape == (3, actions)
+
+
 def tensorboard_scalars(behavior_dir: Path) -> dict[str, list[float]]:
     """Every TensorBoard scalar a behavior wrote: tag -> values in step order."""
     series: dict[str, list[float]] = {}

@@ -2,12 +2,13 @@
 ``Crawler``, ``Walker``) share.
 
 :class:`ArticulatedScene`, their base class: one MuJoCo model holding every area's body, the
-parts' states, each area's orientation cube and target, the physics step. The helpers it and the
-scenes use: loading MuJoCo (with the message that names the extra to install), the floor and walls
-of every area, where each area's body lives in the model (:class:`Rig`) and putting it back to its
-starting pose, the bodies' poses and velocities, which parts touch the floor, Unity's
-``Random.insideUnitSphere``, the orientation cube's turn and space (a turn about y only), the
-speed-match reward and quaternion arithmetic in Unity's (x, y, z, w) order.
+parts' states, each area's orientation cube and target, the physics step, the view from above.
+The helpers it and the scenes use: loading MuJoCo (with the message that names the extra to
+install), the model's frame (settings, floor and walls), where each area's body lives in the model
+(:class:`Rig`) and putting it back to its starting pose, the bodies' poses and velocities, which
+parts touch the floor, Unity's ``Random.insideUnitSphere``, the orientation cube's turn and space
+(a turn about y only), the speed-match reward and quaternion arithmetic in Unity's (x, y, z, w)
+order.
 
 Not a scene module: it registers nothing. MuJoCo is given Unity's numbers (y up) as they are, so
 the simulated world is the mirror image of Unity's; every quaternion and vector here keeps Unity's
@@ -24,6 +25,7 @@ import numpy as np
 
 from ..academy import AgentBatch, SceneContext
 from ..errors import PlayerError
+from ..render import FLOOR, GREEN, ORANGE, WALL, Canvas
 from .base import MaxStepOption, Scene
 
 __all__ = [
@@ -33,7 +35,6 @@ __all__ = [
     "BodyStates",
     "Rig",
     "angle_degrees",
-    "arena_xml",
     "body_states",
     "conjugate",
     "find_rig",
@@ -45,6 +46,7 @@ __all__ = [
     "point_in_unit_sphere",
     "reset_poses",
     "rotate",
+    "scene_mjcf",
     "speed_match",
     "yaw_forward",
     "yaw_quaternion",
@@ -77,10 +79,25 @@ def load_mujoco(scene: str) -> Any:
     return mujoco
 
 
-def arena_xml(area_count: int, spacing: float, half: float, wall_height: float) -> str:
-    """MJCF of the shared floor (a plane with normal +y, geom ``floor``) and each area's four
-    walls (``a{area}wall{e,w,n,s}``, 1 thick, around a ``2 half`` square), areas ``spacing``
-    apart along x."""
+def scene_mjcf(
+    model: str,
+    area_count: int,
+    *,
+    spacing: float,
+    half: float,
+    wall_height: float,
+    timestep: float,
+    gravity: float,
+    integrator: str,
+    friction: float,
+    bodies: str,
+    actuators: str,
+) -> str:
+    """The MJCF model ``model`` of ``area_count`` areas ``spacing`` apart along x: angles in
+    radians, the time step, gravity (down -y) and integrator given, every geom's sliding
+    friction ``friction``; a shared floor (a plane with normal +y, geom ``floor``), each area's
+    four walls (``a{area}wall{e,w,n,s}``, 1 thick and ``wall_height`` high, around a ``2 half``
+    square), then ``bodies`` (MJCF of the world's bodies) and ``actuators``."""
     walls = []
     for area in range(area_count):
         x = area * spacing
@@ -98,7 +115,15 @@ def arena_xml(area_count: int, spacing: float, half: float, wall_height: float) 
     floor = (
         f'<geom name="floor" type="plane" size="0 0 1" quat="{np.sqrt(0.5)} {-np.sqrt(0.5)} 0 0"/>'
     )
-    return floor + "".join(walls)
+    return (
+        f'<mujoco model="{model}">'
+        '<compiler angle="radian"/>'
+        f'<option timestep="{timestep}" gravity="0 {-gravity} 0" integrator="{integrator}"/>'
+        f'<default><geom friction="{friction} 0.005 0.0001"/></default>'
+        f"<worldbody>{floor}{''.join(walls)}{bodies}</worldbody>"
+        f"<actuator>{actuators}</actuator>"
+        "</mujoco>"
+    )
 
 
 @dataclass(frozen=True)
@@ -345,6 +370,8 @@ class ArticulatedScene(MaxStepOption, Scene):
     cube_part: ClassVar[int] = 0
     #: MuJoCo steps per Academy step.
     physics_substeps: ClassVar[int]
+    #: Half the side of an area's square floor (its walls stand there).
+    arena_half: ClassVar[float]
 
     def model_xml(self, area_count: int) -> str:
         """The MJCF model of ``area_count`` areas (naming rules: :func:`find_rig`)."""
@@ -421,3 +448,33 @@ class ArticulatedScene(MaxStepOption, Scene):
         """:func:`reset_poses` of ``slots``' areas at their start, turned by ``yaws``."""
         start = self.origin + np.array([0.0, self.start_height, 0.0])
         reset_poses(self.data, self.rig, slots, start, yaws)
+
+    def _turn_to_target(self, slots: np.ndarray) -> np.ndarray:
+        """The turn about y (radians, in [-pi, pi)) from the forward (local z) of
+        :attr:`cube_part` to the direction of the target, for ``slots``' areas."""
+        forward = rotate(self.rotation[slots, self.cube_part], np.array([0.0, 0.0, 1.0]))
+        to_target = self.target[slots] - self.position[slots, self.cube_part]
+        error = np.arctan2(to_target[:, 0], to_target[:, 2]) - np.arctan2(
+            forward[:, 0], forward[:, 2]
+        )
+        return np.asarray((error + np.pi) % (2.0 * np.pi) - np.pi)
+
+    def _view_from_above(self, area: int, size: tuple[int, int]) -> Canvas:
+        """A ``size`` picture of area ``area`` seen from above, 8 each way around
+        :attr:`cube_part`: the floor and walls, the target (orange) and the cube's direction to it
+        (green); the scene draws its body on top."""
+        centre = self.position[area, self.cube_part]
+        x0, z0 = float(centre[0]), float(centre[2])
+        view = 8.0
+        canvas = Canvas(*size, (x0 - view, z0 - view, x0 + view, z0 + view))
+        origin = self.origin[area]
+        half = self.arena_half
+        canvas.rectangle((origin[0], origin[2]), (half, half), FLOOR, outline=WALL)
+        target = self.target[area]
+        canvas.rectangle((target[0], target[2]), (TARGET_HALF, TARGET_HALF), ORANGE)
+        yaw = float(self.cube_yaw[area])
+        reach = min(float(np.hypot(target[0] - x0, target[2] - z0)), view)
+        canvas.segments(
+            [x0, z0, x0 + reach * np.sin(yaw), z0 + reach * np.cos(yaw)], GREEN, width=1
+        )
+        return canvas

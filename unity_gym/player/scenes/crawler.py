@@ -101,17 +101,17 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
-from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
+from ..render import BLUE, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .articulated import (
     TARGET_HALF,
     ArticulatedScene,
-    arena_xml,
     conjugate,
     from_to,
     into_cube,
     multiply,
     rotate,
+    scene_mjcf,
     speed_match,
     yaw_forward,
     yaw_quaternion,
@@ -194,7 +194,6 @@ _TOUCH_POINTS = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
 _BODY_COLOUR: Colour = BLUE
 _UPPER_COLOUR: Colour = (0.35, 0.55, 0.9)
 _LOWER_COLOUR: Colour = (0.5, 0.45, 0.8)
-_DIRECTION: Colour = GREEN
 
 
 def _leg_xml(area: int, leg: int) -> str:
@@ -252,16 +251,18 @@ def crawler_model_xml(area_count: int) -> str:
         for area in range(area_count)
         for joint in _actuator_joints(area)
     )
-    return (
-        '<mujoco model="crawler">'
-        '<compiler angle="radian"/>'
-        f'<option timestep="{timestep}" gravity="0 {-GRAVITY} 0" integrator="{INTEGRATOR}"/>'
-        f'<default><geom friction="{FRICTION} 0.005 0.0001"/></default>'
-        "<worldbody>"
-        f"{arena_xml(area_count, AREA_SPACING, ARENA_HALF, WALL_HEIGHT)}{crawlers}"
-        "</worldbody>"
-        f"<actuator>{actuators}</actuator>"
-        "</mujoco>"
+    return scene_mjcf(
+        "crawler",
+        area_count,
+        spacing=AREA_SPACING,
+        half=ARENA_HALF,
+        wall_height=WALL_HEIGHT,
+        timestep=timestep,
+        gravity=GRAVITY,
+        integrator=INTEGRATOR,
+        friction=FRICTION,
+        bodies=crawlers,
+        actuators=actuators,
     )
 
 
@@ -295,6 +296,7 @@ class CrawlerScene(ArticulatedScene):
     # ---- set-up ------------------------------------------------------------------------------
 
     area_spacing = AREA_SPACING
+    arena_half = ARENA_HALF
     physics_substeps = PHYSICS_SUBSTEPS
     start_height = START_HEIGHT
 
@@ -466,13 +468,7 @@ class CrawlerScene(ArticulatedScene):
         k = slots.size
         time = batch.step_count[slots] * self.fixed_delta_time
         phase = 2.0 * np.pi * GAIT_FREQUENCY * time
-        body = self.rotation[slots, 0]
-        forward = rotate(body, np.array([0.0, 0.0, 1.0]))
-        to_target = self.target[slots] - self.position[slots, 0]
-        error = np.arctan2(to_target[:, 0], to_target[:, 2]) - np.arctan2(
-            forward[:, 0], forward[:, 2]
-        )
-        error = (error + np.pi) % (2.0 * np.pi) - np.pi
+        error = self._turn_to_target(slots)
         steer = np.clip(error / np.radians(STEER_FULL_DEGREES), -1.0, 1.0) * STEER_SIGN
         actions = np.zeros((k, 20), dtype=np.float32)
         for leg in range(LEG_COUNT):
@@ -490,19 +486,7 @@ class CrawlerScene(ArticulatedScene):
     def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
         """From above, around the crawler: the floor and walls, the target (orange), the cube's
         direction to it (green), the legs (lower legs darker) and the body."""
-        body = self.position[area, 0]
-        x0, z0 = float(body[0]), float(body[2])
-        view = 8.0
-        canvas = Canvas(*size, (x0 - view, z0 - view, x0 + view, z0 + view))
-        origin = self.origin[area]
-        canvas.rectangle((origin[0], origin[2]), (ARENA_HALF, ARENA_HALF), FLOOR, outline=WALL)
-        target = self.target[area]
-        canvas.rectangle((target[0], target[2]), (TARGET_HALF, TARGET_HALF), ORANGE)
-        yaw = float(self.cube_yaw[area])
-        reach = min(float(np.hypot(target[0] - x0, target[2] - z0)), view)
-        canvas.segments(
-            [x0, z0, x0 + reach * np.sin(yaw), z0 + reach * np.cos(yaw)], _DIRECTION, width=1
-        )
+        canvas = self._view_from_above(area, size)
         width = canvas.pixels(2.0 * LEG_RADIUS)
         for part in range(1, PART_COUNT):
             centre = self.position[area, part]
@@ -513,7 +497,8 @@ class CrawlerScene(ArticulatedScene):
             canvas.segments(ends, colour, width=width)
             for end in (ends[:2], ends[2:]):
                 canvas.circle(end, LEG_RADIUS, colour)
-        canvas.circle((x0, z0), BODY_RADIUS, _BODY_COLOUR)
+        body = self.position[area, 0]
+        canvas.circle(body[[0, 2]], BODY_RADIUS, _BODY_COLOUR)
         nose = body + rotate(self.rotation[area, 0], np.array([0.0, 0.0, BODY_RADIUS]))
         canvas.circle(nose[[0, 2]], 0.12, (1.0, 1.0, 1.0))
         return canvas.picture()

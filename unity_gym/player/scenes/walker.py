@@ -96,13 +96,13 @@ from .articulated import (
     TARGET_HALF,
     TARGET_SPAWN_RADIUS,
     ArticulatedScene,
-    arena_xml,
     conjugate,
     from_to,
     into_cube,
     multiply,
     point_in_unit_sphere,
     rotate,
+    scene_mjcf,
     speed_match,
     yaw_forward,
 )
@@ -355,16 +355,18 @@ def walker_model_xml(area_count: int) -> str:
         for area in range(area_count)
         for j, a in HINGES
     )
-    return (
-        '<mujoco model="walker">'
-        '<compiler angle="radian"/>'
-        f'<option timestep="{timestep}" gravity="0 {-GRAVITY} 0" integrator="{INTEGRATOR}"/>'
-        f'<default><geom friction="{FRICTION} 0.005 0.0001"/></default>'
-        "<worldbody>"
-        f"{arena_xml(area_count, AREA_SPACING, ARENA_HALF, WALL_HEIGHT)}{targets}{walkers}"
-        "</worldbody>"
-        f"<actuator>{actuators}</actuator>"
-        "</mujoco>"
+    return scene_mjcf(
+        "walker",
+        area_count,
+        spacing=AREA_SPACING,
+        half=ARENA_HALF,
+        wall_height=WALL_HEIGHT,
+        timestep=timestep,
+        gravity=GRAVITY,
+        integrator=INTEGRATOR,
+        friction=FRICTION,
+        bodies=f"{targets}{walkers}",
+        actuators=actuators,
     )
 
 

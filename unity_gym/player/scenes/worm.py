@@ -75,18 +75,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..academy import AgentBatch, SceneContext
-from ..render import BLUE, FLOOR, GREEN, ORANGE, WALL, Canvas, Colour
+from ..render import BLUE, Colour
 from ..specs import ActionSpec, BehaviorSpec, DecisionSettings, SensorSpec
 from .articulated import (
     TARGET_HALF,
     ArticulatedScene,
     angle_degrees,
-    arena_xml,
     conjugate,
     from_to,
     into_cube,
     multiply,
     rotate,
+    scene_mjcf,
     speed_match,
     yaw_forward,
     yaw_quaternion,
@@ -150,7 +150,6 @@ _SEGMENT_COLOURS: tuple[Colour, ...] = (
     (0.45, 0.5, 0.85),
     (0.5, 0.45, 0.8),
 )
-_DIRECTION: Colour = GREEN
 
 
 def _segment_body(index: int, area: int) -> str:
@@ -208,16 +207,18 @@ def worm_model_xml(area_count: int) -> str:
         for joint in range(JOINT_COUNT)
         for axis in ("pitch", "yaw")
     )
-    return (
-        '<mujoco model="worm">'
-        '<compiler angle="radian"/>'
-        f'<option timestep="{timestep}" gravity="0 {-GRAVITY} 0" integrator="{INTEGRATOR}"/>'
-        f'<default><geom friction="{FRICTION} 0.005 0.0001"/></default>'
-        "<worldbody>"
-        f"{arena_xml(area_count, AREA_SPACING, ARENA_HALF, WALL_HEIGHT)}{worms}"
-        "</worldbody>"
-        f"<actuator>{actuators}</actuator>"
-        "</mujoco>"
+    return scene_mjcf(
+        "worm",
+        area_count,
+        spacing=AREA_SPACING,
+        half=ARENA_HALF,
+        wall_height=WALL_HEIGHT,
+        timestep=timestep,
+        gravity=GRAVITY,
+        integrator=INTEGRATOR,
+        friction=FRICTION,
+        bodies=worms,
+        actuators=actuators,
     )
 
 
@@ -247,6 +248,7 @@ class WormScene(ArticulatedScene):
     # ---- set-up ------------------------------------------------------------------------------
 
     area_spacing = AREA_SPACING
+    arena_half = ARENA_HALF
     physics_substeps = PHYSICS_SUBSTEPS
     start_height = START_HEIGHT
 
@@ -385,13 +387,7 @@ class WormScene(ArticulatedScene):
         time = batch.step_count[slots] * self.fixed_delta_time
         phase = 2.0 * np.pi * GAIT_FREQUENCY * time
         actions = np.zeros((k, 9), dtype=np.float32)
-        head = self.rotation[slots, 0]
-        forward = rotate(head, np.array([0.0, 0.0, 1.0]))
-        to_target = self.target[slots] - self.position[slots, 0]
-        error = np.arctan2(to_target[:, 0], to_target[:, 2]) - np.arctan2(
-            forward[:, 0], forward[:, 2]
-        )
-        error = (error + np.pi) % (2.0 * np.pi) - np.pi
+        error = self._turn_to_target(slots)
         steer = np.clip(error / np.radians(45.0), -1.0, 1.0) * STEER_SIGN
         for joint in range(JOINT_COUNT):
             actions[:, 2 * joint] = GAIT_AMPLITUDES[joint] * np.sin(phase - joint * GAIT_LAG)
@@ -404,19 +400,7 @@ class WormScene(ArticulatedScene):
     def draw(self, area: int, size: tuple[int, int]) -> np.ndarray:
         """From above, around the worm: the floor and walls, the target (orange), the cube's
         direction to it (green) and the four segments (the head brightest)."""
-        head = self.position[area, 0]
-        x0, z0 = float(head[0]), float(head[2])
-        view = 8.0
-        canvas = Canvas(*size, (x0 - view, z0 - view, x0 + view, z0 + view))
-        origin = self.origin[area]
-        canvas.rectangle((origin[0], origin[2]), (ARENA_HALF, ARENA_HALF), FLOOR, outline=WALL)
-        target = self.target[area]
-        canvas.rectangle((target[0], target[2]), (TARGET_HALF, TARGET_HALF), ORANGE)
-        yaw = float(self.cube_yaw[area])
-        reach = min(float(np.hypot(target[0] - x0, target[2] - z0)), view)
-        canvas.segments(
-            [x0, z0, x0 + reach * np.sin(yaw), z0 + reach * np.cos(yaw)], _DIRECTION, width=1
-        )
+        canvas = self._view_from_above(area, size)
         axes = (np.array([0.0, 0.0, 1.0]), *([np.array([0.0, 1.0, 0.0])] * 3))
         for segment in reversed(range(SEGMENT_COUNT)):
             centre = self.position[area, segment]
