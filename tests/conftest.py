@@ -3,6 +3,7 @@ the session fixtures of the tests that run the reference peer against built play
 
 from __future__ import annotations
 
+import compileall
 import os
 import signal
 import sys
@@ -33,10 +34,24 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if hasattr(config, "workerinput") or config.option.collectonly:
         return
+    _compile_bytecode()
     try:
         ensure_peer_venv()
     except PeerUnavailableError as exc:
         os.environ[_PEER_ERROR_VAR] = str(exc)[-2000:]
+
+
+def _compile_bytecode() -> None:
+    """Write the bytecode of the project's packages once, before any test runs.
+
+    Every test launches game processes (about 1.5 a test) and many launch ``unity-train``; each
+    imports ``unity_gym`` (and ``trainers``) afresh. Where bytecode is never written (a fresh
+    clone run with ``PYTHONDONTWRITEBYTECODE=1``, as on CI machines), each of those processes
+    compiles every module from source: about 130 ms of CPU per game launch. ``compileall``
+    writes only what is missing or stale.
+    """
+    for package in ("unity_gym", "trainers", "benchmarks"):
+        compileall.compile_dir(REPO_ROOT / package, quiet=1)
 
 
 @pytest.fixture

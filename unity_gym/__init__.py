@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from unity_gym.version import __version__
@@ -101,9 +102,18 @@ if TYPE_CHECKING:
     from unity_gym.gym_env import UnityGymEnv
 
 
-from unity_gym.registration import register_envs as _register_envs  # noqa: E402
+def _runs_the_player() -> bool:
+    """Whether this interpreter was started as ``python -m unity_gym.player``: a game process,
+    which never makes Gymnasium envs, so it skips registering them (and importing Gymnasium,
+    about a third of a game's start-up)."""
+    argv = getattr(sys, "orig_argv", [])
+    return any(argv[i : i + 2] == ["-m", "unity_gym.player"] for i in range(1, len(argv) - 1))
 
-_register_envs()
+
+if not _runs_the_player():
+    from unity_gym.registration import register_envs as _register_envs
+
+    _register_envs()
 
 
 def __getattr__(name: str) -> Any:

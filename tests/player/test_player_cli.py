@@ -43,6 +43,25 @@ def test_heuristic_play_stops_at_max_steps(scene: str, tmp_path: Path) -> None:
     assert "Ignoring unknown command-line argument '--unknown-flag'" in text
 
 
+def test_a_game_process_neither_registers_nor_imports_gymnasium() -> None:
+    """``python -m unity_gym.player`` never makes Gymnasium envs, so ``import unity_gym`` skips
+    registering its ids there (Gymnasium's import was a seventh of a game's start-up CPU);
+    any other program that imports ``unity_gym`` still registers them."""
+    game = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "unity_gym.player", "--list-scenes"],
+        cwd=REPO, capture_output=True, text=True, timeout=50,
+    )  # fmt: skip
+    assert game.returncode == 0, game.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in game.stderr.splitlines()}
+    assert {"unity_gym.player.cli", "numpy", "grpc"} <= imported
+    assert not {"gymnasium", "unity_gym.registration"} & imported
+    other = subprocess.run(
+        [sys.executable, "-c", "import unity_gym, gymnasium; print(gymnasium.spec('Unity-v0').id)"],
+        cwd=REPO, capture_output=True, text=True, timeout=50,
+    )  # fmt: skip
+    assert other.returncode == 0 and other.stdout.strip() == "Unity-v0", other.stderr
+
+
 def test_log_to_stdout_with_profile_breakdown() -> None:
     result = _player("--scene", "Stress", "--max-steps", "20", "--profile", "-logFile", "-")
     assert result.returncode == 0
