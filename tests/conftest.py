@@ -44,11 +44,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def _compile_bytecode() -> None:
     """Write the bytecode of the project's packages once, before any test runs.
 
-    Every test launches game processes (about 1.5 a test) and many launch ``unity-train``; each
-    imports ``unity_gym`` (and ``trainers``) afresh. Where bytecode is never written (a fresh
-    clone run with ``PYTHONDONTWRITEBYTECODE=1``, as on CI machines), each of those processes
-    compiles every module from source: about 130 ms of CPU per game launch. ``compileall``
-    writes only what is missing or stale.
+    Tests launch game processes (about 1.5 a test), and each imports ``unity_gym`` afresh. Where
+    bytecode is never written (a fresh clone run with ``PYTHONDONTWRITEBYTECODE=1``, as our
+    development machines' shells set it), each of them compiles every module it imports from
+    source: about 130 ms of CPU per game launch. ``compileall`` writes only what is missing or
+    stale.
     """
     for package in ("unity_gym", "trainers", "benchmarks"):
         compileall.compile_dir(REPO_ROOT / package, quiet=1)

@@ -105,7 +105,7 @@ if TYPE_CHECKING:
 def _runs_the_player() -> bool:
     """Whether this interpreter was started as ``python -m unity_gym.player``: a game process,
     which never makes Gymnasium envs, so it skips registering them (and importing Gymnasium,
-    about a third of a game's start-up)."""
+    about a seventh of a game's start-up CPU)."""
     argv = getattr(sys, "orig_argv", [])
     return any(argv[i : i + 2] == ["-m", "unity_gym.player"] for i in range(1, len(argv) - 1))
 
