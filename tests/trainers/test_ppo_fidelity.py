@@ -118,6 +118,25 @@ def test_log_probs_and_entropy_of_several_branches_match_torch_categoricals(layo
     torch.testing.assert_close(dist.entropy(), entropy)
 
 
+def test_entropy_counts_the_continuous_part_once_as_its_mean_over_dimensions() -> None:
+    """ML-Agents' ``ActionModel.evaluate`` sums one column for the Gaussian (its per-dimension
+    entropies averaged) and one per discrete branch; a sum over the Gaussian's dimensions made
+    the bonus pull 3 times harder on Tennis' standard deviations than ``mlagents-learn``'s."""
+    mean = torch.zeros(2, 3)
+    log_std = torch.tensor([[-0.5, 0.0, 0.7]])
+    logits = torch.tensor([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]])
+    per_dimension = torch.distributions.Normal(mean, torch.exp(log_std)).entropy()
+    continuous = ActionDistribution(mean, log_std, [], squash=False).entropy()
+    torch.testing.assert_close(continuous, per_dimension.mean(dim=1))
+    # at a unit standard deviation: 0.5 * log(2 pi e) = 1.4189, the value mlagents-learn logs
+    # as Policy/Entropy for a fresh continuous policy whatever its number of actions
+    fresh = ActionDistribution(torch.zeros(1, 39), torch.zeros(1, 39), [], squash=False)
+    assert math.isclose(float(fresh.entropy()), 0.5 * math.log(2 * math.pi * math.e), rel_tol=1e-6)
+    hybrid = ActionDistribution(mean, log_std, [logits], squash=False).entropy()
+    categorical = torch.distributions.Categorical(logits=logits).entropy()
+    torch.testing.assert_close(hybrid, per_dimension.mean(dim=1) + categorical)
+
+
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 def test_normalizer_absorbs_the_rollout_before_the_update(
     tmp_path: Path, mode: AutoresetMode

@@ -140,12 +140,19 @@ class ActionDistribution:
         return columns[0] if len(columns) == 1 else torch.cat(columns, dim=1)
 
     def entropy(self) -> torch.Tensor:
-        """Joint entropy ``(n,)`` (Gaussian part before squashing)."""
+        """The entropy PPO's and POCA's bonus maximizes, ``(n,)``, on ML-Agents' scale.
+
+        Follows ML-Agents' ``ActionModel.evaluate``: the continuous part counts once, as the
+        *mean* over its dimensions of the per-dimension Gaussian entropy (``GaussianDistInstance
+        .entropy``, before squashing), and every discrete branch adds its categorical entropy.
+        The joint entropy (a sum over dimensions) would multiply ``beta``'s pull on the standard
+        deviations by the number of continuous actions: 3 on Tennis, 39 on Walker.
+        """
         total: torch.Tensor | None = None
         if self.mean is not None:
             assert self.log_std is not None
             log_std = self.log_std.expand_as(self.mean)
-            total = (log_std + 0.5 + _LOG_SQRT_2PI).sum(dim=-1)
+            total = (log_std + 0.5 + _LOG_SQRT_2PI).mean(dim=-1)
         for logits in self.branch_logits:
             log_probs = functional.log_softmax(logits, dim=-1)
             branch = -(log_probs.exp() * log_probs).sum(dim=-1)
