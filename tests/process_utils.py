@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "QUIT_ON_OFFICIAL_CLOSE",
     "ProcessTree",
     "eventually",
     "group_members",
@@ -18,6 +20,13 @@ __all__ = [
     "python_path_with",
     "survivors",
 ]
+
+#: The player's log line when the official ``close()`` ends it: that answers with status 400 and
+#: stops its server without grace, so the player sees either the 400 or the connection dropping;
+#: both must end it normally.
+QUIT_ON_OFFICIAL_CLOSE = re.compile(
+    r"Quitting: the trainer (closed the connection \(status 400\)|disappeared)"
+)
 
 ProcessTree = dict[int, tuple[str, str]]
 """pid -> (start time in clock ticks since boot, command line) of a set of processes."""

@@ -5,11 +5,15 @@ visual, stacked, masked, multi-team and grouped agents), one seed and one action
 front drive a run through the official ``mlagents_envs`` 1.1.0 (in the peer venv) and a run
 through ``unity_gym``. Both record every step's DecisionSteps, TerminalSteps, behavior specs and
 statistics read back from the stats side channel (``peer_recording``); the recordings must be
-identical, exactly, step by step.
+identical, exactly, step by step. The recording must also show a sound game
+(:func:`assert_sound_game`: shapes as specified, finite values, unique agent ids, no branch fully
+masked, statistics), and both players must end by themselves without leaving processes behind;
+this is the one test where the official ``mlagents_envs`` drives every scene with random actions.
 """
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 from peer_recording import Api, record_run, save_arrays
+from process_utils import QUIT_ON_OFFICIAL_CLOSE, group_members
 
 from benchmarks.peer_runner import free_port, run_in_peer
 from unity_gym.base_env import ActionTuple
@@ -307,6 +312,10 @@ def _describe_difference(key: str, official: Any, ours: Any) -> str:
     )
     row = int(rows[0])
     where = f"row {row}"
+    if key.endswith("/digest"):  # a large observation: say how far apart the rows' sums are
+        key = key.removesuffix("/digest")
+        a, b = official[f"{key}/sum"], ours[f"{key}/sum"]
+        where += " (sums of the row's values shown)"
     count_key = key.rsplit("/", 1)[0] + "/count"
     if key.endswith(("/count", "/mask_present")):
         where = f"recorded step {row}"
@@ -337,6 +346,46 @@ def assert_recordings_identical(official_path: Path, ours_path: Path) -> None:
             if not same:
                 differences.append(_describe_difference(key, official, ours))
         assert not differences, "recordings differ:\n" + "\n".join(differences[:20])
+
+
+def assert_sound_game(recording: Any) -> None:
+    """What every scene must show a trainer, read from a recording: each behavior decides,
+    observations have the spec's shapes and are finite, rewards are finite, no agent id twice
+    in one step, no discrete branch with every action masked, and a behavior whose episodes
+    end reports its cumulative reward on the stats channel."""
+    behaviors = sorted({key.split("/")[0] for key in recording.files if "?team=" in key})
+    assert behaviors, "no behavior recorded"
+    stat_keys = set(recording["stats/key"].tolist())
+    for name in behaviors:
+        assert name.split("?team=")[0], f"{name!r}: a behavior without a name"
+        spec = json.loads(str(recording[f"{name}/spec"]))
+        shapes = [tuple(o["shape"]) for o in spec["observations"]]
+        for kind in ("decision", "terminal"):
+            prefix = f"{name}/{kind}"
+            counts = recording[f"{prefix}/count"]
+            rows = int(counts.sum())
+            for i, shape in enumerate(shapes):
+                key = f"{prefix}/obs_{i}"
+                if key in recording.files:
+                    observation = recording[key]
+                    assert observation.shape == (rows, *shape), f"{key}: {observation.shape}"
+                    assert np.isfinite(observation).all(), f"{key}: NaN or infinite values"
+                else:  # recorded as digests
+                    row_shapes = recording[f"{key}/shape"]
+                    assert len(row_shapes) == rows and (row_shapes == shape).all(), key
+                    assert not recording[f"{key}/non_finite"].any(), f"{key}: NaN or infinite"
+            for field_name in ("reward", "group_reward"):
+                assert np.isfinite(recording[f"{prefix}/{field_name}"]).all(), field_name
+            ids = np.split(recording[f"{prefix}/agent_id"], np.cumsum(counts)[:-1])
+            assert all(len(set(step.tolist())) == len(step) for step in ids), (
+                f"{prefix}: an agent id twice in one step"
+            )
+        assert recording[f"{name}/decision/count"].sum() > 0, f"{name}: no decision requested"
+        for key in recording.files:
+            if key.startswith(f"{name}/decision/mask_") and not key.endswith("present"):
+                assert not recording[key].all(axis=1).any(), f"{key}: every action masked"
+        if recording[f"{name}/terminal/count"].sum():
+            assert f"Player/Cumulative Reward/{name}" in stat_keys, f"{name}: stats silent"
 
 
 def _plan(scenario: Scenario, build: Path, table: Path, out: Path, logs: Path) -> dict[str, Any]:
@@ -383,10 +432,10 @@ def test_official_and_ours_see_the_same_game(
     assert official["returncode"] == ours["returncode"] == 0
     assert_recordings_identical(tmp_path / "official.npz", tmp_path / "ours.npz")
 
-    # The recordings are equal; check they hold what the scenario is meant to exercise.
+    # The recordings are equal; check the game is sound and shows what the scenario exercises.
     with np.load(tmp_path / "ours.npz", allow_pickle=False) as recording:
+        assert_sound_game(recording)
         behaviors = sorted({key.split("/")[0] for key in recording.files if "?team=" in key})
-        assert behaviors, "no behavior recorded"
         decisions = terminals = 0
         for name in behaviors:
             assert len(recording[f"{name}/decision/count"]) == scenario.steps + 1
@@ -410,3 +459,8 @@ def test_official_and_ours_see_the_same_game(
     for logs in ("official_logs", "ours_logs"):
         log = (tmp_path / logs / "Player-0.log").read_text()
         assert "engine configuration: time_scale=20" in log
+    official_log = (tmp_path / "official_logs" / "Player-0.log").read_text()
+    assert QUIT_ON_OFFICIAL_CLOSE.search(official_log), official_log[-2000:]
+    if Path("/proc").is_dir():  # the player is its process group's leader
+        assert group_members(official["pid"]) == [], "the player left processes behind"
+        assert group_members(ours["pid"]) == [], "the player left processes behind"
