@@ -7,7 +7,12 @@ Four parts, run one after another in this one invocation (``--concurrent``: the 
 contenders at the same time, each on its own game), on the same headless player and seed:
 
 * ``tennis``: ``trainers/configs/Tennis_ppo.yaml`` (ML-Agents' ``config/ppo/Tennis.yaml``: PPO +
-  self-play) on ``--scene Tennis`` for ``--tennis-steps`` agent steps (of the learning team).
+  self-play) on ``--scene Tennis`` for ``--tennis-steps`` agent steps (of the learning team), in
+  one game of ``--tennis-areas`` courts (default: the scene's stock 18, which is what
+  ``mlagents-learn`` gets from the executable, so both learn from as many courts; a court whose
+  point ended waits for the others' to end, as one PettingZoo episode). One court per game
+  (``--tennis-areas 1``, the figures before 2026-11-29) made every learning step an exchange with
+  the game: about 6 times the wall time of 18 courts.
   Printed: ``Self-play/ELO`` at every summary (TensorBoard, under the run's ``Tennis/`` folder),
   then the point-win rate of the exported ``Tennis.onnx`` against a uniformly random policy over
   ``--eval-episodes`` points (:mod:`benchmarks.policy_eval`; goal >= 90%).
@@ -54,7 +59,7 @@ trained over several sittings (:func:`benchmarks.trainer_runs.train`).
 Usage::
 
     python -m benchmarks.multiagent [--only tennis|soccer|collab|speed ...]
-        [--tennis-steps 500000] [--soccer-steps 1000000] [--soccer-envs 4]
+        [--tennis-steps 500000] [--tennis-areas 18] [--soccer-steps 1000000] [--soccer-envs 4]
         [--soccer-precision float32|bf16-mixed]
         [--collab-steps 500000]
         [--eval-episodes 100] [--random-baseline] [--inference deterministic|sampled]
@@ -102,6 +107,7 @@ from benchmarks.trainer_runs import (  # noqa: E402
     with_max_steps,
 )
 from trainers.settings import Precision  # noqa: E402
+from unity_gym.player.scenes import get_scene_class  # noqa: E402
 
 __all__ = ["PARTS", "SOCCER_TWOS_POCA", "main"]
 
@@ -241,7 +247,9 @@ def _mlagents_learn_self_play(
 def tennis(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     """Part ``tennis``: the trained policy's point-win rate (goal: at least 90%)."""
     config = yaml.safe_load(TENNIS_CONFIG.read_text(encoding="utf-8"))
-    return _self_play(args, workdir, config, "Tennis", args.tennis_steps, "points", 0.9)
+    areas = args.tennis_areas or get_scene_class("Tennis").default_area_count
+    flags = ["--num-areas", str(areas)]
+    return _self_play(args, workdir, config, "Tennis", args.tennis_steps, "points", 0.9, flags)
 
 
 def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
@@ -300,6 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_arguments(parser, PARTS)
     parser.add_argument("--tennis-steps", type=int, default=500_000)
+    parser.add_argument(
+        "--tennis-areas",
+        type=int,
+        default=None,
+        help="Tennis courts in the game unity-train trains on (default: the scene's stock 18)",
+    )
     parser.add_argument("--soccer-steps", type=int, default=1_000_000)
     parser.add_argument(
         "--soccer-envs", type=int, default=4, help="SoccerTwos game processes (one field each)"

@@ -186,6 +186,10 @@ def test_tennis_trains_with_mlagents_learn_on_the_same_seed_and_plays_its_onnx(
     # The official exporter's file, played by the same evaluation as ours.
     assert (run / "results" / "tennis-mlagents-learn" / "Tennis.onnx").is_file(), out[-3000:]
     assert "$ mlagents-learn" in out and "--seed 3" in out
+    # Both learn from as many courts: the executable's stock 18, which unity-train asks for.
+    for name in ("tennis", "tennis-mlagents-learn"):
+        log = (run / "results" / name / "run_logs" / "Player-0.log").read_text("utf-8")
+        assert "36 agents in 18 areas" in log, f"{name}: {log[:2000]}"
     settings = json.loads((run / "tennis-mlagents-learn.settings.json").read_text("utf-8"))
     assert settings["trainer"] == "mlagents-learn" and settings["seed"] == 3
     assert out.count("trained (deterministic actions) vs random, 2 points: win rate") == 2
