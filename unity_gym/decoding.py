@@ -13,7 +13,6 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
 
 from unity_gym.base_env import (
     ActionSpec,
@@ -194,6 +193,8 @@ def decode_png(image: bytes) -> np.ndarray:
     Raises:
         UnityObservationException: if the bytes are not a decodable image.
     """
+    from PIL import Image, UnidentifiedImageError  # on first use: Pillow costs start-up time
+
     try:
         with Image.open(io.BytesIO(image)) as opened:
             opened.load()

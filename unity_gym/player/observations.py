@@ -14,7 +14,6 @@ import logging
 from collections.abc import Sequence
 
 import numpy as np
-from PIL import Image
 
 from .capabilities import Capabilities
 from .encoding import key, length_delimited, packed_int32, varint, varint_tag
@@ -63,6 +62,8 @@ def is_trivial_mapping(mapping: Sequence[int]) -> bool:
 
 def encode_png(chw: np.ndarray) -> bytes:
     """Encode a ``(3k, H, W)`` uint8 array as ``k`` RGB PNGs concatenated byte-wise."""
+    from PIL import Image  # on first use: games without cameras start without Pillow
+
     out = io.BytesIO()
     for start in range(0, chw.shape[0], 3):
         hwc = np.ascontiguousarray(chw[start : start + 3].transpose(1, 2, 0))

@@ -28,10 +28,17 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
-from PIL import Image, ImageDraw, ImageFont
+
+if TYPE_CHECKING:
+    from PIL import ImageFont
+
+# Pillow is imported where a picture is made, not with this module: every scene imports it, and
+# a game whose agents have no camera, run without a video, never draws (Pillow's import was about
+# a twentieth of a game's start-up CPU).
 
 __all__ = [
     "BACKGROUND",
@@ -243,6 +250,8 @@ def save_png(path: str | Path, picture: np.ndarray) -> Path:
         raise ValueError(
             f"save_png expects one (H, W, 3) uint8 picture, got {picture.dtype}{picture.shape}"
         )
+    from PIL import Image
+
     target = Path(path)
     Image.fromarray(np.ascontiguousarray(picture), "RGB").save(target, format="PNG")
     return target
@@ -267,6 +276,8 @@ def _rgb(colour: Colour) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=16)
 def font(size: int = 12) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     """Pillow's built-in font at ``size`` pixels (its bitmap font where FreeType is missing)."""
+    from PIL import ImageFont
+
     try:
         return ImageFont.load_default(size=size)
     except (ImportError, OSError, TypeError):  # Pillow built without FreeType
@@ -314,6 +325,8 @@ class Canvas:
         self.scale = min(room_x / (x_max - x_min), room_y / (y_max - y_min))
         self._centre_world = np.array([(x_min + x_max) / 2.0, (y_min + y_max) / 2.0])
         self._centre_pixels = np.array([self.width / 2.0, self.height / 2.0])
+        from PIL import Image, ImageDraw
+
         self._image = Image.new("RGB", (self.width, self.height), _rgb(background))
         self._draw = ImageDraw.Draw(self._image)
 
@@ -439,6 +452,8 @@ def fit_picture(
     rows, columns = picture.shape[:2]
     scale = min(width / columns, height / rows)
     size = (max(1, int(columns * scale)), max(1, int(rows * scale)))
+    from PIL import Image
+
     scaled = Image.fromarray(np.ascontiguousarray(picture), "RGB").resize(
         size, Image.Resampling.NEAREST
     )

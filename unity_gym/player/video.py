@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
-from PIL import Image, ImageDraw
 
 from unity_gym.temp_files import create_temp_beside
 
@@ -38,6 +37,8 @@ from .errors import PlayerError
 from .render import font
 
 if TYPE_CHECKING:
+    from PIL import Image
+
     from .academy import Academy
     from .scenes.base import Scene
 
@@ -282,6 +283,8 @@ class VideoRecorder:
         self._temp.unlink(missing_ok=True)
 
     def _captioned(self, picture: np.ndarray) -> np.ndarray:
+        from PIL import Image, ImageDraw
+
         width = picture.shape[1]
         strip = Image.new("RGB", (width, _CAPTION_ROWS), _CAPTION_BACKGROUND)
         draw = ImageDraw.Draw(strip)
@@ -330,6 +333,8 @@ class _GifWriter(_Writer):
         self._frames: list[Image.Image] = []
 
     def add(self, picture: np.ndarray) -> None:
+        from PIL import Image
+
         image = Image.fromarray(np.ascontiguousarray(picture), "RGB")
         self._frames.append(
             image.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
