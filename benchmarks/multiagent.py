@@ -12,7 +12,7 @@ contenders at the same time, each on its own game), on the same headless player 
   ``mlagents-learn`` gets from the executable, so both learn from as many courts; a court whose
   point ended waits for the others' to end, as one PettingZoo episode). One court per game
   (``--tennis-areas 1``, the figures before 2026-11-29) made every learning step an exchange with
-  the game: about 6 times the wall time of 18 courts.
+  the game: 3.5 to 4.5 times the wall time of 18 courts.
   Printed: ``Self-play/ELO`` at every summary (TensorBoard, under the run's ``Tennis/`` folder),
   then the point-win rate of the exported ``Tennis.onnx`` against a uniformly random policy over
   ``--eval-episodes`` points (:mod:`benchmarks.policy_eval`; goal >= 90%).
