@@ -247,7 +247,9 @@ def _mlagents_learn_self_play(
 def tennis(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     """Part ``tennis``: the trained policy's point-win rate (goal: at least 90%)."""
     config = yaml.safe_load(TENNIS_CONFIG.read_text(encoding="utf-8"))
-    areas = args.tennis_areas or get_scene_class("Tennis").default_area_count
+    areas = args.tennis_areas
+    if areas is None:
+        areas = get_scene_class("Tennis").default_area_count
     flags = ["--num-areas", str(areas)]
     return _self_play(args, workdir, config, "Tennis", args.tennis_steps, "points", 0.9, flags)
 
@@ -303,6 +305,20 @@ def speed(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     )
 
 
+def _courts(text: str) -> int:
+    """``--tennis-areas``: a whole number of courts, at least 1."""
+    try:
+        courts = int(text)
+    except ValueError:
+        courts = 0
+    if courts < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of courts: give a whole number of at least 1 "
+            "(or leave the option out for the scene's stock 18)"
+        )
+    return courts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the chosen parts and print their results side by side."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -310,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tennis-steps", type=int, default=500_000)
     parser.add_argument(
         "--tennis-areas",
-        type=int,
+        type=_courts,
         default=None,
         help="Tennis courts in the game unity-train trains on (default: the scene's stock 18)",
     )
