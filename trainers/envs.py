@@ -17,8 +17,8 @@ reachable through ``gymnasium.make_vec`` can be trained:
   (``unity_gym.pettingzoo.parallel_env``), one per game process, for
   :class:`~trainers.game_fronts.PettingZooFront`.
   A built-in scene then holds one training area per game process (the PettingZoo env's default)
-  times ``--num-areas``: a PettingZoo episode lasts until every agent of the game has finished, so
-  one area per game keeps agents from idling while other areas finish.
+  times ``--num-areas``. The envs restart each agent as Unity does (``agent_autoreset=True``), so
+  the areas of one game never wait for each other.
 
 Choosing between the two (:func:`unity_front`), once, before any game starts where the settings
 tell, from what the settings say:
@@ -509,7 +509,9 @@ def _make_parallel_envs(
     """``processes`` PettingZoo parallel envs of the game (env *i*: seed + *i*, worker *i*).
 
     Every env gets ``kwargs`` (game settings) and ``restart_limits`` (the run's
-    ``max_lifetime_restarts``, ``restarts_rate_limit_n`` and ``restarts_rate_limit_period_s``).
+    ``max_lifetime_restarts``, ``restarts_rate_limit_n`` and ``restarts_rate_limit_period_s``),
+    and plays its agents as Unity does (``agent_autoreset=True``): an agent restarts as soon as
+    its episode ends, so no training area waits for the others (as ``mlagents-learn`` trains).
     With a Ray ``cluster``, each env runs inside a Ray actor
     (:func:`unity_gym.pettingzoo.ray_parallel_env`); otherwise in this process.
     """
@@ -518,7 +520,13 @@ def _make_parallel_envs(
     envs: list[ParallelEnv[str, Any, Any]] = []
     try:
         for index in range(processes):
-            game = dict(kwargs, **restart_limits, seed=kwargs["seed"] + index, worker_id=index)
+            game = dict(
+                kwargs,
+                **restart_limits,
+                seed=kwargs["seed"] + index,
+                worker_id=index,
+                agent_autoreset=True,
+            )
             if base_port is not None:
                 game["base_port"] = base_port
             if cluster is None:

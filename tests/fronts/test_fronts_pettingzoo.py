@@ -515,3 +515,72 @@ def test_a_scene_whose_agents_move_between_behaviors_declares_them_all() -> None
         assert set(first_episode) < set(expected)
     finally:
         game.close()
+
+
+def test_agent_autoreset_restarts_each_agent_in_the_step_its_episode_ends() -> None:
+    """``agent_autoreset=True``: Unity's restarted agent keeps its name and stays in ``agents``;
+    the step that ends its episode returns the new episode's first observation and the final
+    one in ``info["final_observation"]`` (same-step autoreset, per agent); no reset needed."""
+    game = UnityParallelEnv(
+        scene="Stress", num_agents=2, agent_autoreset=True, scene_options={"episode_length": 2}
+    )
+    try:
+        game.reset()
+        pid = game.unity_env.process.pid  # type: ignore[union-attr]
+        for cycle in range(3):  # three episodes of two steps, without reset()
+            first = {a: np.full(2, 0.25, np.float32) for a in game.agents}
+            observations, rewards, terminations, truncations, infos = game.step(first)
+            assert not any(terminations.values()) and "final_observation" not in infos["Stress_0"]
+            second = {a: np.full(2, 0.5, np.float32) for a in game.agents}
+            observations, rewards, terminations, truncations, infos = game.step(second)
+            assert game.agents == ["Stress_0", "Stress_1"]
+            for slot, agent in enumerate(game.agents):
+                assert terminations[agent] and not truncations[agent]
+                assert rewards[agent] == 0.5
+                final = infos[agent]["final_observation"]
+                assert final[[STEP, AGENT_ID, EPISODES, LAST_ACTION]].tolist() == [
+                    2, slot, cycle + 1, 0.5
+                ]  # fmt: skip
+                new = observations[agent]
+                assert new[[AGENT_ID, EPISODES, LAST_ACTION]].tolist() == [slot, cycle + 2, 0]
+                assert infos[agent]["agent_id"] == infos[agent]["final_info"]["agent_id"] == slot
+        assert game.unity_env.process.pid == pid  # type: ignore[union-attr]
+    finally:
+        game.close()
+
+
+def test_agent_autoreset_lets_an_agent_that_changed_behavior_join_under_its_new_name() -> None:
+    """WallJump moves an area's agent between ``SmallWallJump`` and ``BigWallJump`` (Unity's
+    ``SetModel``) when its episode ends: with agent autoreset it leaves under one behavior's
+    name and joins under a name of the other at its first decision there (reward 0, not done),
+    while an agent that stays with its behavior is restarted in the step its episode ends."""
+    game = UnityParallelEnv(scene="WallJump", num_areas=6, seed=3, agent_autoreset=True)
+    try:
+        game.reset(seed=3)
+        behaviors = game.metadata["agent_behaviors"]
+        joins = same_step = 0
+        for _ in range(600):
+            before = list(game.agents)
+            actions = {a: game.action_space(a).sample() for a in before}
+            observations, rewards, terminations, truncations, infos = game.step(actions)
+            assert len(game.agents) <= 6 and set(game.agents) <= set(observations)
+            for agent in observations:
+                assert infos[agent]["behavior_name"] == behaviors[agent]
+                if agent not in before:
+                    joins += 1
+                    assert rewards[agent] == 0 and not terminations[agent] | truncations[agent]
+                    assert "final_observation" not in infos[agent]
+                elif agent in game.agents and terminations[agent] | truncations[agent]:
+                    same_step += 1
+                    final = infos[agent]["final_info"]
+                    assert final["behavior_name"] == behaviors[agent]
+            if joins >= 2 and same_step >= 1:
+                break
+        assert joins >= 2 and same_step >= 1, (joins, same_step)
+    finally:
+        game.close()
+
+
+def test_the_aec_env_refuses_agent_autoreset() -> None:
+    with pytest.raises(ValueError, match="parallel_env"):
+        env(scene="Tennis", agent_autoreset=True)

@@ -544,3 +544,73 @@ def test_asynchronous_games_are_groups_that_step_on_their_own() -> None:
             manager.step({"Stress": PolicyDecision(sent[0], None)})
     finally:
         manager.close()
+
+
+def test_agents_that_play_on_keep_their_slots_valid_with_final_observations() -> None:
+    """``agent_autoreset=True`` envs (what ``unity-train`` makes): an agent restarted in the
+    step its episode ends stays valid; its slot reports the end with the final observation
+    and already holds the new episode's first one, and the game is never reset."""
+    game = parallel_env(
+        scene="Stress", num_agents=2, agent_autoreset=True, scene_options={"episode_length": 2}
+    )
+    try:
+        manager = EnvManager.for_parallel_envs([game], asynchronous=False)
+        current = manager.reset(1)
+        pid = game.unity_env.process.pid  # type: ignore[union-attr]
+        episodes = current["Stress"].observations[0][:, 3]  # Stress index 3: episodes begun
+        np.testing.assert_array_equal(episodes, [1, 1])
+        decisions = {"Stress": PolicyDecision(np.full((2, 2), 0.5, np.float32), None)}
+        for step in range(1, 7):
+            current = manager.step(decisions)
+            rows = current["Stress"]
+            assert rows.valid.all() and not rows.truncated.any()
+            ended = step % 2 == 0
+            assert rows.terminated.tolist() == [ended, ended]
+            np.testing.assert_array_equal(rows.rewards, [0.5, 0.5])
+            begun = 1 + step // 2
+            np.testing.assert_array_equal(rows.observations[0][:, 3], [begun, begun])
+            np.testing.assert_array_equal(rows.final_observations[0][:, 3], [begun - ended] * 2)
+            if ended:  # the final observation: 2 steps into the episode, last action 0.5
+                final = rows.final_observations[0][:, [0, 4]]
+                np.testing.assert_array_equal(final, [[2, 0.5]] * 2)
+                assert [length for _, length in rows.episodes] == [2, 2]
+        assert game.unity_env.process.pid == pid  # type: ignore[union-attr]
+    finally:
+        game.close()
+
+
+def test_agents_that_join_take_their_slot_from_the_next_step() -> None:
+    """With agent autoreset an agent may join ``env.agents`` without having acted (WallJump's
+    agent that moved to the other behavior): its slot gets the first observation in that step,
+    invalid, and is valid from the next step on."""
+    game = parallel_env(scene="WallJump", num_areas=6, seed=3, agent_autoreset=True)
+    try:
+        manager = EnvManager.for_parallel_envs([game], asynchronous=False)
+        current = manager.reset(3)
+        agents = {b: [name for _, name in manager.slot_agents[b]] for b in manager.behavior_names}
+        joined = 0
+        rng = np.random.default_rng(0)
+        for _ in range(300):
+            live = {b: set(game.agents) & set(names) for b, names in agents.items()}
+            decisions = {
+                b: PolicyDecision(
+                    None,
+                    np.stack([rng.integers(0, n, len(names)) for n in (3, 3, 3, 2)], axis=1),
+                )
+                for b, names in agents.items()
+            }
+            current = manager.step(decisions)
+            for behavior, rows in current.items():
+                names = agents[behavior]
+                now = [name in game.agents for name in names]
+                for slot, name in enumerate(names):
+                    if now[slot] and name not in live[behavior]:  # joined in this step
+                        joined += 1
+                        assert not rows.valid[slot] and not rows.done[slot]
+                    if name in live[behavior] and not rows.done[slot]:
+                        assert rows.valid[slot]
+            if joined >= 2:
+                break
+        assert joined >= 2
+    finally:
+        game.close()

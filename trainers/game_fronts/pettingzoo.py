@@ -19,6 +19,14 @@ rows' ``observations`` already are the new episode's first ones while ``final_ob
 still hold the last ones; the next step is valid again. An agent of ``possible_agents`` that is
 not part of a new episode stays invalid until the next reset.
 
+Agents that play on (``unity_gym.pettingzoo``'s ``agent_autoreset=True``, where each agent
+restarts as in Unity): an agent that finishes and stays in ``env.agents`` was restarted in the
+same step; its row reports the step, ``final_observations`` = ``info["final_observation"]``
+(mask and group id from ``info["final_info"]``) and ``observations`` = its new episode's first,
+and stays valid. An agent that appears in a step's observations without having acted (it joined
+``env.agents``) takes its row with that first observation: invalid in that step, valid from the
+next. Such an env is reset only when no agent is left.
+
 Faults. A ``unity_gym.pettingzoo`` env whose game crashes or stops answering restarts it (within
 its restart limits, which ``unity-train`` sets from ``env_settings``) and reports every live agent
 truncated with its latest observation and ``info["restart_reason"]``. That is an ordinary
@@ -363,18 +371,20 @@ class PettingZooFront(GameFront):
         no agent is left."""
         env = self.envs[index]
         result = env.step(env_actions) if env_actions else None
-        reset = None if env.agents else env.reset()
-        return result, reset
+        playing = frozenset(env.agents)
+        reset = None if playing else env.reset()
+        return result, playing, reset
 
     def _absorb(
         self, index: int, env_actions: dict[str, Any], played: _Played
     ) -> dict[str, FrontRows]:
         """Record env ``index``'s step and reset; its agents' rows per behavior id."""
-        result, reset = played
+        result, playing, reset = played
         env_rows = self._env_rows[index]
         outcome = {b: _Outcome.empty(len(env_rows[b])) for b in self._states}
         for behavior_id, state in self._states.items():
             outcome[behavior_id].valid[:] = state.live[env_rows[behavior_id]]
+        starting: list[tuple[str, Any, Mapping[str, Any]]] = []  # agents with a new episode
         if result is not None:
             observations, rewards, terminations, truncations, infos = result
             for agent in env_actions:
@@ -386,10 +396,24 @@ class PettingZooFront(GameFront):
                 out.group_rewards[at] = float(info.get("group_reward", 0.0))
                 out.terminated[at] = bool(terminations[agent])
                 out.truncated[at] = bool(truncations[agent])
-                state.write(row, observations[agent], info)
-                if out.terminated[at] or out.truncated[at]:
+                if not (out.terminated[at] or out.truncated[at]):
+                    state.write(row, observations[agent], info)
+                elif agent in playing:  # restarted in the same step (agent autoreset)
+                    state.write(row, info["final_observation"], info.get("final_info", info))
+                    starting.append((agent, observations[agent], info))
+                else:
+                    state.write(row, observations[agent], info)
                     state.live[row] = False
+            starting += [
+                (agent, observations[agent], infos.get(agent, {}))
+                for agent in playing
+                if agent not in env_actions
+            ]  # joined in this step (agent autoreset): acts from the next step on
         finals = {b: self._rows_now(b, env_rows[b]) for b in self._states}
+        for agent, observation, info in starting:
+            behavior_id, row = self._row_of[index][agent]
+            self._states[behavior_id].write(row, observation, info)
+            self._states[behavior_id].live[row] = True
         if reset is not None:
             self._start_episode(index, *reset)
         steps = {}
@@ -397,7 +421,9 @@ class PettingZooFront(GameFront):
             rows, out = env_rows[behavior_id], outcome[behavior_id]
             final_observations, final_mask = finals[behavior_id]
             observations, mask = (
-                self._rows_now(behavior_id, rows) if reset is not None else finals[behavior_id]
+                self._rows_now(behavior_id, rows)
+                if reset is not None or starting
+                else finals[behavior_id]
             )
             steps[behavior_id] = FrontRows(
                 agents=state.agents[rows],
@@ -471,9 +497,9 @@ class PettingZooFront(GameFront):
             state.write(row, observations[agent], infos.get(agent, {}))
 
 
-_Played = tuple[Any, Any]
-"""An env's step result (``None``: no agent was live) and its reset result (``None``: not
-reset)."""
+_Played = tuple[Any, frozenset[str], Any]
+"""An env's step result (``None``: no agent was live), its ``agents`` after the step and its
+reset result (``None``: not reset)."""
 
 
 @dataclass

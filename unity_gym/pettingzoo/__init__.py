@@ -58,5 +58,14 @@ def env(**kwargs: Any) -> AECEnv[str, Any, Any]:
     """The game of ``parallel_env(**kwargs)`` as an AEC env (order-enforcing, turn based).
 
     ``env.unwrapped`` is the :class:`UnityParallelEnv`; its ``unity_env`` is the bridge.
+
+    Raises:
+        ValueError: for ``agent_autoreset=True``: agents that join in the middle of an episode
+            are a parallel-API feature (use :func:`parallel_env`).
     """
+    if kwargs.get("agent_autoreset"):
+        raise ValueError(
+            "agent_autoreset=True is for the parallel API (agents join in the middle of an "
+            "episode, which the AEC API's turn order has no place for); use parallel_env()."
+        )
     return parallel_to_aec(UnityParallelEnv(**kwargs))

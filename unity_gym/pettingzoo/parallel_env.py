@@ -20,6 +20,26 @@ when Unity interrupted it) leaves ``agents``; Unity restarts it by itself, and u
 The PettingZoo episode ends when every agent has finished, or after ``max_cycles`` calls of
 ``step`` (then every remaining agent is ``truncated``).
 
+Agent autoreset. With ``agent_autoreset=True`` the agents play on as in Unity's own loop, where
+every training area restarts its agents by itself and no area waits for another (what
+``mlagents-learn`` trains on). The step in which an agent's Unity episode ends reports it
+``terminated`` (or ``truncated``) with that episode's reward and ``info["group_reward"]``; when
+Unity's restarted agent (a new Unity agent id) asked for its first decision by the end of that
+step, it takes the ended agent's name and stays in ``agents``: the observation returned is the
+new episode's first one, ``info["agent_id"]``, ``info["group_id"]`` and ``info["action_mask"]``
+are the new agent's, and ``info["final_observation"]`` and ``info["final_info"]`` hold the ended
+episode's last observation and info (Gymnasium's same-step autoreset, per agent). A restarted
+agent that asks for its first decision later joins ``agents`` then, under a free name of its
+behavior (the lowest): it appears in that step's results with reward 0, not done (an agent that
+left the game, such as DungeonEscape's sacrificed one, thus comes back when Unity brings it
+back). If every agent of the game ended and no agent asks for a decision, the step plays on
+until one does. The reward a restarted agent collected before its first decision is dropped (no
+action of the user caused it), as in the vector env. The PettingZoo episode then ends only at
+``max_cycles`` or when no agent is left, and ``reset()`` restarts the game as usual. A name that
+finished and plays on breaks PettingZoo's rule that a finished agent is never revived
+(``pettingzoo.test.parallel_api_test`` says so): the option is for trainers that treat agents as
+Unity does (``unity-train`` uses it), and :func:`unity_gym.pettingzoo.env` (AEC) refuses it.
+
 Steps. :meth:`UnityParallelEnv.step` takes an action for every agent in ``agents`` and advances
 the game until each of them has reported (requested a decision or ended its episode). Rewards
 (and group rewards) of all reports in between are summed. An agent that requests decisions more
@@ -162,6 +182,8 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         file_name: a Unity build; default: the built-in ``3DBall`` scene.
         scene: a built-in scene of the headless player instead of ``file_name``.
         max_cycles: truncate every agent after this many ``step`` calls (None: no limit).
+        agent_autoreset: agents restarted by Unity play on in the same PettingZoo episode
+            (module docs, "Agent autoreset"); False (default): they wait for :meth:`reset`.
         flatten_obs: concatenate non-camera sensors into one Box (:mod:`unity_gym.spaces`).
         visual_obs: ``"uint8_hwc"`` (default) or ``"float_chw"`` camera layout.
         render_mode: None or ``"rgb_array"`` (needs a camera observation).
@@ -199,6 +221,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         *,
         scene: str | None = None,
         max_cycles: int | None = None,
+        agent_autoreset: bool = False,
         flatten_obs: bool = False,
         visual_obs: VisualLayout = "uint8_hwc",
         render_mode: str | None = None,
@@ -227,6 +250,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             **game_options,
         ).single_area()
         self.max_cycles = max_cycles
+        self.agent_autoreset = agent_autoreset
         self.render_mode = render_mode
         self._flatten_obs = flatten_obs
         self._visual_obs: VisualLayout = visual_obs
@@ -247,6 +271,10 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self._live: dict[str, tuple[str, int]] = {}  # name -> (behavior, Unity agent id)
         self._last_reports: dict[str, _Accumulated] = {}  # each agent's latest report
         self._cycles = 0
+        self._unseated_warned: set[tuple[str, int]] = set()
+        # (behavior, Unity agent id) -> the name that agent last had (agent autoreset)
+        self._former_names: dict[tuple[str, int], str] = {}
+        self._step_reports: dict[str, _Accumulated] = {}  # the running step's reports
         self.agents: list[str] = []
 
         try:
@@ -339,8 +367,9 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             unity.set_action_for_agent(behavior, agent_id, action)
         self._pristine = self._at_start = False
         reports = {name: _Accumulated() for name in self.agents}
+        newcomers: dict[str, dict[int, _Accumulated]] | None = {} if self.agent_autoreset else None
         try:
-            self._advance(reports)
+            self._advance(reports, newcomers)
         except GameFailedError as fault:
             return self._restarted_step(reports, fault)
         self._cycles += 1
@@ -351,6 +380,8 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         for name in list(self._live):
             if name not in self.agents:
                 del self._live[name]
+        if newcomers and not out_of_cycles:
+            self._seat_newcomers(newcomers, result)
         self._restart_ready = not self.agents and not out_of_cycles and self._all_restarted(reports)
         return result
 
@@ -606,25 +637,48 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                     )
                 report = _decision(steps, row, self._action_adapters[behavior])
                 self._live[name] = (behavior, report.agent_id)
+                self._former_names[(behavior, report.agent_id)] = name
                 self._last_reports[name] = report
                 observations[name] = self._observation_adapters[behavior].from_unity(steps.obs, row)
                 infos[name] = self._info(name, report)
         self.agents = [a for a in self.possible_agents if a in self._live]
         return observations, infos
 
-    def _advance(self, reports: dict[str, _Accumulated]) -> None:
-        """Step the game until every agent in ``reports`` has reported at least once."""
+    def _advance(
+        self,
+        reports: dict[str, _Accumulated],
+        newcomers: dict[str, dict[int, _Accumulated]] | None = None,
+    ) -> None:
+        """Step the game until every agent in ``reports`` has reported at least once.
+
+        With ``newcomers`` (agent autoreset), also collect the decisions of agents that are not
+        live (Unity's restarted agents) in the step's last exchange: behavior -> Unity agent id
+        -> its first decision. When every agent of ``reports`` ended its episode and none of
+        them asks for a decision, play on (nobody waits for an action) until some agent does,
+        or :data:`~unity_gym.gym_env.MAX_WAIT_STEPS` exchanges pass (then without newcomers).
+        """
         unity = self.unity_env
         by_id = {self._live[name]: name for name in reports}
+        self._step_reports = reports
         behaviors = sorted({behavior for behavior, _ in by_id})
+        if newcomers is not None:
+            behaviors = sorted(set(unity.behavior_specs) & set(self._prefixes))
         waiting = set(reports)
         for _ in range(MAX_WAIT_STEPS):
             self._exchange()
+            if newcomers is not None:
+                newcomers.clear()  # an earlier exchange's newcomer was answered with zeros
             for behavior in behaviors:
                 decisions, terminals = unity.get_steps(behavior)
                 self._collect(behavior, decisions, terminals, by_id, reports, waiting)
-            if not waiting:
+                if newcomers is not None:
+                    self._note_newcomers(behavior, decisions, by_id, newcomers)
+            if not waiting and (
+                newcomers is None or newcomers or not all(r.done for r in reports.values())
+            ):
                 return
+        if not waiting:
+            return  # agent autoreset: no restarted agent asked for a decision yet
         raise UnityEnvironmentException(
             f"Agents {sorted(waiting)} neither requested a decision nor ended their episode "
             f"within {MAX_WAIT_STEPS} game steps."
@@ -665,6 +719,76 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
             report.agent_id, report.group_id = agent_id, step.group_id
             report.obs, report.mask = step.obs, step.mask
             waiting.discard(name)
+
+    def _note_newcomers(
+        self,
+        behavior: str,
+        decisions: DecisionSteps,
+        by_id: dict[tuple[str, int], str],
+        newcomers: dict[str, dict[int, _Accumulated]],
+    ) -> None:
+        """Record the decisions of ``behavior``'s agents that are not live or whose episode
+        ended in this step (Unity restarted them: agent autoreset)."""
+        adapter = self._action_adapters[behavior]
+        for row, agent_id in enumerate(decisions.agent_id.tolist()):
+            name = by_id.get((behavior, agent_id))
+            if name is None or self._step_reports[name].done:
+                newcomers.setdefault(behavior, {})[agent_id] = _decision(decisions, row, adapter)
+
+    def _seat_newcomers(
+        self, newcomers: dict[str, dict[int, _Accumulated]], result: ParallelOutcomes
+    ) -> None:
+        """Give Unity's restarted agents the free names of their behavior and add them to
+        ``agents`` and to the step's ``result`` (module docs, "Agent autoreset").
+
+        Unity keeps an agent's id across its episodes, so an agent gets back the name it last
+        had when that name is free; an agent new to the game (Unity gives a re-enabled agent a
+        new id) gets the lowest free name of its behavior. Agents beyond the behavior's names
+        act with zero actions and are not reported (a warning, once each).
+        """
+        observations, rewards, terminations, truncations, infos = result
+        taken = set(self.agents)
+        for behavior, arrivals in sorted(newcomers.items()):
+            free = [
+                name
+                for name in self.possible_agents
+                if self._agent_behaviors[name] == behavior and name not in taken
+            ]
+            for agent_id, report in sorted(arrivals.items()):
+                former = self._former_names.get((behavior, agent_id))
+                if former in free:
+                    free.remove(former)
+                    name = former
+                elif free:
+                    name = free.pop(0)
+                else:
+                    self._warn_unseated(behavior, agent_id)
+                    continue
+                taken.add(name)
+                self._live[name] = (behavior, agent_id)
+                self._former_names[(behavior, agent_id)] = name
+                info = self._info(name, report)
+                if name in observations:  # ended in this step: same-step autoreset
+                    info["group_reward"] = infos[name]["group_reward"]
+                    info["final_observation"] = observations[name]
+                    info["final_info"] = infos[name]
+                else:
+                    info["group_reward"] = 0.0
+                    rewards[name] = 0.0
+                    terminations[name] = truncations[name] = False
+                observations[name] = self._observe(name, report)
+                infos[name] = info
+        self.agents = [name for name in self.possible_agents if name in taken]
+
+    def _warn_unseated(self, behavior: str, agent_id: int) -> None:
+        if (behavior, agent_id) not in self._unseated_warned:
+            self._unseated_warned.add((behavior, agent_id))
+            logger.warning(
+                "Agent %d of %s started an episode while every agent name of its behavior is "
+                "taken; it acts with zero actions and is not part of the env.",
+                agent_id,
+                behavior,
+            )
 
     def _all_restarted(self, reports: dict[str, _Accumulated]) -> bool:
         """Whether the last game step ended every agent and brought the next decisions of all."""

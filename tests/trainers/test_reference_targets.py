@@ -1,0 +1,61 @@
+"""``benchmarks.reference_targets``: every stated target names a bundled config of one behavior
+for a built-in scene, and a real run (``unity-train`` on the headless Basic scene, a tiny
+budget) is judged over its seed by the step at which the reward was reached.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.reference_targets import CONFIGS, TARGETS, budget_config
+from unity_gym.player.scenes import scene_names
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("scene", sorted(TARGETS))
+def test_each_target_trains_a_bundled_config_of_one_behavior_on_its_scene(scene: str) -> None:
+    target = TARGETS[scene]
+    assert scene in scene_names()
+    assert (CONFIGS / target.config).is_file()
+    assert target.budget > 0 and target.source
+    config = budget_config(target, 1234)
+    (behavior,) = config["behaviors"]  # type: ignore[call-overload]
+    assert config["behaviors"][behavior]["max_steps"] == 1234  # type: ignore[index]
+    assert config["behaviors"][behavior]["summary_freq"] <= 1234  # type: ignore[index]
+    original = yaml.safe_load((CONFIGS / target.config).read_text(encoding="utf-8"))
+    assert (
+        original["behaviors"][behavior]["trainer_type"]
+        == (
+            config["behaviors"][behavior]["trainer_type"]  # type: ignore[index]
+        )
+    )
+
+
+def test_a_run_reports_the_step_it_reached_the_reward_within_its_budget(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.reference_targets", "--only", "Basic", "--seed", "3",
+         "--reward", "-1", "--budget", "1000", "--workdir", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rows = [line.split() for line in run.stdout.splitlines() if "steps to mean reward" in line]
+    # figure name (6 words), seed 3, median, worst, spread, goal, verdict
+    assert rows and rows[-1][6:9] == ["1000", "1000", "1000"], run.stdout[-2000:]
+    assert "met (yes, yes)" in run.stdout
+    assert (tmp_path / "seed3" / "Basic.yaml").is_file()
+    kept = yaml.safe_load((tmp_path / "seed3" / "Basic.yaml").read_text(encoding="utf-8"))
+    assert kept["behaviors"]["Basic"]["max_steps"] == 1000
+
+
+def test_a_budget_below_one_step_is_refused() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.reference_targets", "--budget", "0"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 2 and "--budget 0" in run.stderr
