@@ -16,9 +16,11 @@ reachable through ``gymnasium.make_vec`` can be trained:
   such as ML-Agents' SoccerTwos): ``N`` PettingZoo parallel envs
   (``unity_gym.pettingzoo.parallel_env``), one per game process, for
   :class:`~trainers.game_fronts.PettingZooFront`.
-  A built-in scene then holds one training area per game process (the PettingZoo env's default)
-  times ``--num-areas``. The envs restart each agent as Unity does (``agent_autoreset=True``), so
-  the areas of one game never wait for each other.
+  A built-in scene then holds ``--num-areas`` training areas per game process, by default its
+  stock areas (:func:`unity_gym.registration.scene_area_count`: Tennis's 18 courts, SoccerTwos's
+  8 fields), as Unity's scene and the vector env have them (the PettingZoo env alone would hold
+  one). The envs restart each agent as Unity does (``agent_autoreset=True``), so the areas of one
+  game never wait for each other.
 
 Choosing between the two (:func:`unity_front`), once, before any game starts where the settings
 tell, from what the settings say:
@@ -83,7 +85,7 @@ from trainers.ray_cluster import RayCluster, connect_ray
 from trainers.settings import ConfigError, RunOptions
 from unity_gym.behavior_names import plain_behavior_name
 from unity_gym.exceptions import UnityMultipleBehaviorsException, UnityTimeOutException
-from unity_gym.registration import scene_behaviors
+from unity_gym.registration import scene_area_count, scene_behaviors
 
 __all__ = [
     "EDITOR_DESCRIPTION",
@@ -283,9 +285,10 @@ def _make_unity_env(
         "env_params": options.env_params() if env_params is None else env_params,
         "seed": seed,
         "timeout_wait": env_settings.timeout_wait,
-        "num_areas": env_settings.num_areas,
         "log_folder": str(log_folder),
     }
+    if env_settings.num_areas is not None:
+        kwargs["num_areas"] = env_settings.num_areas
     if env_settings.env_args and not env_settings.uses_editor:
         kwargs["additional_args"] = list(env_settings.env_args)
     if env_settings.env_path is not None:
@@ -409,6 +412,10 @@ def _make_unity_env_on(
     )
     front = unity_front(options)
     if front == "pettingzoo":
+        if env_settings.scene is not None and kwargs.get("num_areas") is None:
+            # a PettingZoo env of a scene holds one area unless told: give it the scene's
+            # stock areas, as the vector env and a Unity build have them
+            kwargs["num_areas"] = scene_area_count(env_settings.scene)
         return parallel()
     try:
         spec = _registered_spec(UNITY_ENV_ID)

@@ -27,6 +27,7 @@ from unity_gym.game.catalogue import (
     builtin_executable,
     builtin_scene_names,
     scene_agents_per_area,
+    scene_area_count,
     scene_behaviors,
 )
 from unity_gym.game.env_params import apply_env_param
@@ -44,6 +45,7 @@ __all__ = [
     "builtin_scene_names",
     "register_envs",
     "scene_agents_per_area",
+    "scene_area_count",
     "scene_behaviors",
     "scene_env_id",
 ]

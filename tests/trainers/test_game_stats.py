@@ -91,7 +91,15 @@ def test_unity_train_writes_the_games_stats_through_the_pettingzoo_envs(
 ) -> None:
     # Tennis: two teams, 2 game processes; both teams' stats reach the one Tennis trainer
     behavior = ppo_behavior(max_steps=400, summary_freq=100, checkpoint_interval=10**6)
-    run = run_train({"behaviors": {"Tennis": behavior}}, "--scene", "Tennis", "--num-envs", "2")
+    run = run_train(
+        {"behaviors": {"Tennis": behavior}},
+        "--scene",
+        "Tennis",
+        "--num-envs",
+        "2",
+        "--num-areas",
+        "1",
+    )
     scalars = tensorboard_scalars(run / "Tennis")
     for team in (0, 1):
         lengths = scalars[f"Player/Episode Length/Tennis?team={team}"]

@@ -94,8 +94,8 @@ def test_ppo_on_soccer_twos_with_dict_observations_and_masks(
     run_train: RunTrain, capsys: pytest.CaptureFixture[str]
 ) -> None:
     behavior = ppo_behavior(max_steps=240, summary_freq=120, checkpoint_interval=10**6)
-    run = run_train({"behaviors": {"SoccerTwos": behavior}}, "--scene", "SoccerTwos", "--seed",
-                    "6", "--no-graphics", "--env-args", "--option",
+    run = run_train({"behaviors": {"SoccerTwos": behavior}}, "--scene", "SoccerTwos",
+                    "--num-areas", "1", "--seed", "6", "--no-graphics", "--env-args", "--option",
                     "max_environment_steps=50")  # fmt: skip
     err = capsys.readouterr().err
     assert err.count(SELF_PLAY_WARNING) == 1
@@ -226,6 +226,27 @@ def test_pettingzoo_games_get_areas_seeds_and_environment_parameters(tmp_path: P
                 assert np.all(observation[8::9] == 0.0)  # sin(tilt / 2) of every stacked report
     finally:
         training_env.close()
+
+
+@pytest.mark.parametrize(
+    ("scene", "areas", "agents_per_area"), [("Tennis", 18, 2), ("SoccerTwos", 8, 4)]
+)
+def test_pettingzoo_games_of_a_scene_get_its_stock_areas_and_play_every_agent_on(
+    tmp_path: Path, scene: str, areas: int, agents_per_area: int
+) -> None:
+    """Without ``--num-areas`` a scene's PettingZoo game holds the areas of Unity's scene (as
+    the vector env's game does), and its agents restart as in Unity (``agent_autoreset``)."""
+    options = parse_run_options({"env_settings": {"scene": scene}})
+    training_env = make_training_env(options, seed=2, log_folder=tmp_path)
+    try:
+        assert isinstance(training_env, ParallelTrainingEnvironment)
+        (env,) = training_env.envs
+        assert len(env.possible_agents) == areas * agents_per_area
+        assert env.unwrapped.agent_autoreset  # type: ignore[attr-defined]
+    finally:
+        training_env.close()
+    log = (tmp_path / "Player-0.log").read_text(encoding="utf-8")
+    assert f"{areas * agents_per_area} agents in {areas} areas" in log, log[:2000]
 
 
 def test_pettingzoo_games_get_the_run_restart_limits(tmp_path: Path) -> None:

@@ -266,8 +266,9 @@ def test_bundled_soccer_twos_config_trains_poca_with_self_play_and_exports_onnx(
     behavior["hyperparameters"].update(buffer_size=64, batch_size=32, num_epoch=1)
     behavior["network_settings"]["hidden_units"] = 32
     behavior["self_play"].update(save_steps=20, swap_steps=15, team_change=80, window=3)
-    run = run_train(config, "--scene", "SoccerTwos", "--seed", "3", "--no-graphics",
-                    "--env-args", "--option", "max_environment_steps=60")  # fmt: skip
+    run = run_train(config, "--scene", "SoccerTwos", "--num-areas", "1", "--seed", "3",
+                    "--no-graphics", "--env-args", "--option",
+                    "max_environment_steps=60")  # fmt: skip
     err = capsys.readouterr().err
     assert "self-play is not configured" not in err
     state = load_checkpoint(run / "SoccerTwos" / "checkpoint.pt")

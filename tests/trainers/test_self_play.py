@@ -391,7 +391,7 @@ def test_tennis_self_play_resumes_with_its_window_elo_and_schedule(
     run_train: RunTrain, capsys: pytest.CaptureFixture[str]
 ) -> None:
     self_play = {"save_steps": 20, "swap_steps": 10, "team_change": 50, "window": 2}
-    flags = ("--scene", "Tennis", "--seed", "6", "--no-graphics")
+    flags = ("--scene", "Tennis", "--num-areas", "1", "--seed", "6", "--no-graphics")
     config = {"behaviors": {"Tennis": ppo_behavior(max_steps=60, self_play=self_play)}}
     run = run_train(config, *flags)
     first = load_checkpoint(run / "Tennis" / "checkpoint.pt")[SELF_PLAY_STATE_KEY]
@@ -428,7 +428,7 @@ def test_self_play_on_asynchronous_games(run_train: RunTrain) -> None:
         self_play={"save_steps": 30, "swap_steps": 20, "team_change": 60, "window": 2},
     )
     run = run_train({"behaviors": {"Tennis": behavior}}, "--scene", "Tennis", "--num-envs", "2",
-                    "--seed", "4", "--no-graphics")  # fmt: skip
+                    "--num-areas", "1", "--seed", "4", "--no-graphics")  # fmt: skip
     state = load_checkpoint(run / "Tennis" / "checkpoint.pt")
     assert 160 <= state["step"] < 160 + 4 and state["update_count"] >= 1
     self_play = state[SELF_PLAY_STATE_KEY]

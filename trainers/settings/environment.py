@@ -45,6 +45,12 @@ class EnvironmentSettings:
     Unity game processes (every agent of each is trained), or copies of a Gymnasium environment.
     It never counts agents (a vector env's slots).
 
+    ``num_areas`` is ``mlagents-learn``'s handshake value, the training areas a game replicates;
+    ``None`` (the default, which ``configuration.yaml`` writes as ML-Agents' 1) keeps each game as
+    it is: a build's scene, or a built-in scene's stock areas. For a built-in scene trained
+    through PettingZoo (several behaviors) a number is the areas each game holds (``--num-areas
+    18``: Tennis's 18 courts).
+
     The Editor is one game: ``num_envs`` above 1 is an error, as in ML-Agents 1.1.0, whose
     ``EnvironmentSettings`` refuses ``num_envs > 1`` when ``env_path`` is not set ("num_envs must
     be 1 if env_path is not set."). It connects to this machine, so ``backend: ray`` (games
@@ -61,7 +67,7 @@ class EnvironmentSettings:
     env_args: list[str] | None = None
     base_port: int | None = None
     num_envs: int = 1
-    num_areas: int = 1
+    num_areas: int | None = None
     timeout_wait: int = 60
     seed: int = -1
     max_lifetime_restarts: int = 10
@@ -102,7 +108,8 @@ class EnvironmentSettings:
                 f"{path}: ray_address, ray_game_cpus and ray_game_resources apply to "
                 f"backend 'ray' only (backend is {self.backend!r}); add --backend ray."
             )
-        _check_positive(path, "num_areas", self.num_areas)
+        if self.num_areas is not None:
+            _check_positive(path, "num_areas", self.num_areas)
         _check_positive(path, "timeout_wait", self.timeout_wait)
         if self.base_port is not None:
             _check_range(path, "base_port", self.base_port, 1, 65535)

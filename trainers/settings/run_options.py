@@ -149,8 +149,8 @@ class RunOptions:
         ``int`` and refuses ``num_envs > 1`` without ``env_path`` (its ``EnvironmentSettings``
         validator). So ``official`` holds ``default_settings`` as written (the behaviors are
         resolved already) and only the keys of :data:`MLAGENTS_KEYS`, with
-        ``base_port`` ``None`` written as ML-Agents' default 5005 and ``num_envs`` written as 1
-        when no ``env_path`` is set.
+        ``base_port`` ``None`` written as ML-Agents' default 5005, ``num_areas`` ``None`` as
+        ML-Agents' default 1 and ``num_envs`` written as 1 when no ``env_path`` is set.
 
         ``companion`` holds, per section, what ``official`` cannot: this project's keys
         (``env_settings.scene``, ``gym_id``, ``backend``, ``ray_*``,
@@ -180,6 +180,9 @@ class RunOptions:
         if env["base_port"] is None:
             companion.setdefault("env_settings", {})["base_port"] = None
             env["base_port"] = _MLAGENTS_BASE_PORT
+        if env["num_areas"] is None:
+            companion.setdefault("env_settings", {})["num_areas"] = None
+            env["num_areas"] = 1
         if env["env_path"] is None and env["num_envs"] > 1:
             companion.setdefault("env_settings", {})["num_envs"] = env["num_envs"]
             env["num_envs"] = 1

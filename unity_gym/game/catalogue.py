@@ -33,6 +33,7 @@ __all__ = [
     "builtin_scene_names",
     "canonical_scene",
     "scene_agents_per_area",
+    "scene_area_count",
     "scene_behaviors",
     "scene_layout",
     "scene_summary",
@@ -165,6 +166,16 @@ def scene_layout(
         {behavior.full_name: behavior.agents_per_area for behavior in instance.behaviors()},
         instance.base_area_count,
     )
+
+
+def scene_area_count(scene: str, scene_options: Mapping[str, object] | None = None) -> int:
+    """Training areas of built-in ``scene``'s stock layout (what its Unity scene holds, e.g.
+    Tennis's 18 courts).
+
+    Raises:
+        ValueError: for an unknown scene or invalid options.
+    """
+    return scene_layout(scene, scene_options).base_areas
 
 
 def scene_summary(scene: str) -> str:

@@ -24,15 +24,17 @@ Agent autoreset. With ``agent_autoreset=True`` the agents play on as in Unity's 
 every training area restarts its agents by itself and no area waits for another (what
 ``mlagents-learn`` trains on). The step in which an agent's Unity episode ends reports it
 ``terminated`` (or ``truncated``) with that episode's reward and ``info["group_reward"]``; when
-Unity's restarted agent (a new Unity agent id) asked for its first decision by the end of that
-step, it takes the ended agent's name and stays in ``agents``: the observation returned is the
-new episode's first one, ``info["agent_id"]``, ``info["group_id"]`` and ``info["action_mask"]``
-are the new agent's, and ``info["final_observation"]`` and ``info["final_info"]`` hold the ended
-episode's last observation and info (Gymnasium's same-step autoreset, per agent). A restarted
-agent that asks for its first decision later joins ``agents`` then, under a free name of its
-behavior (the lowest): it appears in that step's results with reward 0, not done (an agent that
-left the game, such as DungeonEscape's sacrificed one, thus comes back when Unity brings it
-back). If every agent of the game ended and no agent asks for a decision, the step plays on
+the restarted agent (Unity keeps an agent's id across its episodes) asked for its first decision
+by the end of that step, it keeps its name and stays in ``agents``: the observation returned is
+the new episode's first one, ``info["agent_id"]``, ``info["group_id"]`` and
+``info["action_mask"]`` are the new episode's, and ``info["final_observation"]`` and
+``info["final_info"]`` hold the ended episode's last observation and info (Gymnasium's same-step
+autoreset, per agent). An agent that asks for its first decision in a later step joins
+``agents`` then, under its former name when that is free, else the lowest free name of its
+behavior: it appears in that step's results with reward 0, not done. So WallJump's agent that
+moves to the other behavior joins under that behavior's name, and an agent that left the game
+(DungeonEscape's sacrificed one; Unity gives it a new id when it comes back) rejoins when Unity
+brings it back. If every agent of the game ended and no agent asks for a decision, the step plays on
 until one does. The reward a restarted agent collected before its first decision is dropped (no
 action of the user caused it), as in the vector env. The PettingZoo episode then ends only at
 ``max_cycles`` or when no agent is left, and ``reset()`` restarts the game as usual. A name that
