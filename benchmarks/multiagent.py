@@ -9,17 +9,19 @@ contenders at the same time, each on its own game), on the same headless player 
 * ``tennis``: ``trainers/configs/Tennis_ppo.yaml`` (ML-Agents' ``config/ppo/Tennis.yaml``: PPO +
   self-play) on ``--scene Tennis`` for ``--tennis-steps`` agent steps (of the learning team), in
   one game of ``--tennis-areas`` courts (default: the scene's stock 18, which is what
-  ``mlagents-learn`` gets from the executable, so both learn from as many courts; a court whose
-  point ended waits for the others' to end, as one PettingZoo episode). One court per game
-  (``--tennis-areas 1``, the figures before 2026-11-29) made every learning step an exchange with
-  the game: 3.5 to 4.5 times the wall time of 18 courts.
+  ``mlagents-learn`` gets from the executable, so both learn from as many courts; each court
+  restarts on its own, as in Unity). One court per game (``--tennis-areas 1``, the figures before
+  2026-11-29) made every learning step an exchange with the game: 3.5 to 4.5 times the wall time
+  of 18 courts.
   Printed: ``Self-play/ELO`` at every summary (TensorBoard, under the run's ``Tennis/`` folder),
   then the point-win rate of the exported ``Tennis.onnx`` against a uniformly random policy over
   ``--eval-episodes`` points (:mod:`benchmarks.policy_eval`; goal >= 90%).
 * ``soccer``: ML-Agents' ``config/poca/SoccerTwos.yaml`` (POCA + self-play; built below as
   :data:`SOCCER_TWOS_POCA`) on ``--scene SoccerTwos`` for ``--soccer-steps`` steps, with
-  ``--soccer-envs`` game processes of one field each (Unity's scene has 8 fields; in one
-  PettingZoo env a field whose game ended would wait for the others), its updates in
+  ``--soccer-envs`` game processes (default 1) of ``--soccer-areas`` fields each (default: the
+  scene's stock 8, as Unity's scene; each field restarts on its own; the figures before
+  2026-11-29 came from ``--soccer-envs 4 --soccer-areas 1``, 1.8 times the wall time), its
+  updates in
   ``--soccer-precision`` (``unity-train --torch-precision``). Printed: the
   ELO at every summary, then the win rate of the exported ``SoccerTwos.onnx`` team against a
   random team over ``--eval-episodes`` games (a game ends at a goal or after the scene's 5000
@@ -59,7 +61,8 @@ trained over several sittings (:func:`benchmarks.trainer_runs.train`).
 Usage::
 
     python -m benchmarks.multiagent [--only tennis|soccer|collab|speed ...]
-        [--tennis-steps 500000] [--tennis-areas 18] [--soccer-steps 1000000] [--soccer-envs 4]
+        [--tennis-steps 500000] [--tennis-areas 18]
+        [--soccer-steps 1000000] [--soccer-envs 1] [--soccer-areas 8]
         [--soccer-precision float32|bf16-mixed]
         [--collab-steps 500000]
         [--eval-episodes 100] [--random-baseline] [--inference deterministic|sampled]
@@ -81,7 +84,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -256,7 +259,10 @@ def tennis(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
 
 def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     """Part ``soccer``: the trained team's game-win rate (goal: at least 80%)."""
-    flags = ["--num-envs", str(args.soccer_envs)]
+    fields = args.soccer_areas
+    if fields is None:
+        fields = get_scene_class("SoccerTwos").default_area_count
+    flags = ["--num-envs", str(args.soccer_envs), "--num-areas", str(fields)]
     if args.soccer_precision != "float32":  # the flags of runs kept in a --workdir stay valid
         flags += ["--torch-precision", args.soccer_precision]
     return _self_play(
@@ -305,18 +311,24 @@ def speed(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     )
 
 
-def _courts(text: str) -> int:
-    """``--tennis-areas``: a whole number of courts, at least 1."""
-    try:
-        courts = int(text)
-    except ValueError:
-        courts = 0
-    if courts < 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of courts: give a whole number of at least 1 "
-            "(or leave the option out for the scene's stock 18)"
-        )
-    return courts
+def _area_count(what: str, scene: str) -> Callable[[str], int]:
+    """The parser of an option that counts ``what`` (courts, fields) of ``scene``: a whole
+    number of at least 1."""
+
+    def parse(text: str) -> int:
+        try:
+            count = int(text)
+        except ValueError:
+            count = 0
+        if count < 1:
+            stock = get_scene_class(scene).default_area_count
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a number of {what}: give a whole number of at least 1 "
+                f"(or leave the option out for the scene's stock {stock})"
+            )
+        return count
+
+    return parse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -326,13 +338,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tennis-steps", type=int, default=500_000)
     parser.add_argument(
         "--tennis-areas",
-        type=_courts,
+        type=_area_count("courts", "Tennis"),
         default=None,
         help="Tennis courts in the game unity-train trains on (default: the scene's stock 18)",
     )
     parser.add_argument("--soccer-steps", type=int, default=1_000_000)
+    parser.add_argument("--soccer-envs", type=int, default=1, help="SoccerTwos game processes")
     parser.add_argument(
-        "--soccer-envs", type=int, default=4, help="SoccerTwos game processes (one field each)"
+        "--soccer-areas",
+        type=_area_count("fields", "SoccerTwos"),
+        default=None,
+        help="SoccerTwos fields in each game (default: the scene's stock 8)",
     )
     parser.add_argument(
         "--soccer-precision",

@@ -164,14 +164,20 @@ def test_a_benchmark_runs_each_seed_in_its_folder_and_judges_them_together(
     assert "part tennis (seeds 2)" in again and code == (0 if rates[1] >= 0.9 else 1)
 
 
-@pytest.mark.parametrize("courts", ["0", "-3", "two"])
-def test_a_tennis_court_count_below_one_is_refused_before_anything_runs(
-    courts: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("part", "what", "count"),
+    [("tennis", "courts", "0"), ("tennis", "courts", "-3"), ("tennis", "courts", "two"),
+     ("soccer", "fields", "0")],
+)  # fmt: skip
+def test_an_area_count_below_one_is_refused_before_anything_runs(
+    part: str, what: str, count: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from benchmarks.multiagent import main
 
     with pytest.raises(SystemExit) as exited:
-        main(["--only", "tennis", "--tennis-areas", courts, "--workdir", str(tmp_path)])
+        main(["--only", part, f"--{part}-areas", count, "--workdir", str(tmp_path)])
     assert exited.value.code == 2
-    assert "is not a number of courts" in capsys.readouterr().err
+    stock = {"tennis": 18, "soccer": 8}[part]
+    message = capsys.readouterr().err
+    assert f"is not a number of {what}" in message and f"stock {stock})" in message
     assert not any(tmp_path.iterdir()), "nothing was trained"
