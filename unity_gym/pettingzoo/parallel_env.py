@@ -756,7 +756,12 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                 for name in self.possible_agents
                 if self._agent_behaviors[name] == behavior and name not in taken
             ]
-            for agent_id, report in sorted(arrivals.items()):
+            # agents whose former name is free first, so that no newcomer takes it from them
+            order = sorted(
+                arrivals.items(),
+                key=lambda item: (self._former_names.get((behavior, item[0])) not in free, item[0]),
+            )
+            for agent_id, report in order:
                 former = self._former_names.get((behavior, agent_id))
                 if former in free:
                     free.remove(former)
