@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -81,7 +82,7 @@ TARGETS: dict[str, ReferenceTarget] = {
 """The scenes with a stated target, by built-in scene name."""
 
 
-def budget_config(target: ReferenceTarget, budget: int) -> dict[str, object]:
+def budget_config(target: ReferenceTarget, budget: int) -> dict[str, Any]:
     """The bundled config of ``target`` with its one behavior's ``max_steps`` set to ``budget``
     (and its ``summary_freq`` at most that, so that the budget ends with a summary).
 
@@ -104,7 +105,7 @@ def _scene_part(scene: str, args: argparse.Namespace, folder: Path) -> Sequence[
     reward = stated.reward if args.reward is None else args.reward
     budget = stated.budget if args.budget is None else args.budget
     config = budget_config(stated, budget)
-    behavior = next(iter(config["behaviors"]))  # type: ignore[call-overload]
+    behavior = next(iter(config["behaviors"]))
     path = folder / f"{scene}.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     command = [

@@ -25,16 +25,12 @@ def test_each_target_trains_a_bundled_config_of_one_behavior_on_its_scene(scene:
     assert (CONFIGS / target.config).is_file()
     assert target.budget > 0 and target.source
     config = budget_config(target, 1234)
-    (behavior,) = config["behaviors"]  # type: ignore[call-overload]
-    assert config["behaviors"][behavior]["max_steps"] == 1234  # type: ignore[index]
-    assert config["behaviors"][behavior]["summary_freq"] <= 1234  # type: ignore[index]
+    (behavior,) = config["behaviors"]
+    assert config["behaviors"][behavior]["max_steps"] == 1234
+    assert config["behaviors"][behavior]["summary_freq"] <= 1234
     original = yaml.safe_load((CONFIGS / target.config).read_text(encoding="utf-8"))
-    assert (
-        original["behaviors"][behavior]["trainer_type"]
-        == (
-            config["behaviors"][behavior]["trainer_type"]  # type: ignore[index]
-        )
-    )
+    kept = config["behaviors"][behavior]["trainer_type"]
+    assert original["behaviors"][behavior]["trainer_type"] == kept
 
 
 def test_a_run_reports_the_step_it_reached_the_reward_within_its_budget(tmp_path: Path) -> None:
