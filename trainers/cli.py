@@ -177,7 +177,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="Unity: game processes; Gymnasium: environment copies (default 1; the Unity "
         "Editor: 1 only).",
     )
-    parser.add_argument("--num-areas", type=int, metavar="N", help="Training areas per game.")
+    parser.add_argument(
+        "--num-areas",
+        type=int,
+        metavar="N",
+        help=(
+            "Training areas per game (default: the game as it is, a built-in scene with its "
+            "stock areas). A built-in scene with several behaviors holds N areas; one with a "
+            "single behavior N times its stock areas."
+        ),
+    )
     parser.add_argument(
         "--seed",
         type=int,
