@@ -228,6 +228,7 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
     "SoccerTwos": Scenario(
         "SoccerTwos",
         options={"kickoff": "shot_blue"},  # a goal within the run: group rewards and ends
+        num_agents=8,  # two of the 8 fields: the official peer decodes a quarter as much
         exercises=frozenset({"groups"}),
         float_parameters=(("ball_touch", 1.0),),
         late_float_parameters=(("ball_touch", 0.5),),
@@ -235,6 +236,7 @@ EXPLICIT_SCENARIOS: dict[str, Scenario] = {
     "StrikersVsGoalie": Scenario(  # asymmetric teams (2 strikers, 1 goalie), a goal in the run
         "StrikersVsGoalie",
         options={"kickoff": "shot_blue"},
+        num_agents=6,  # two of the 8 fields
         exercises=frozenset({"groups"}),
         float_parameters=(("ball_touch", 1.0),),
         late_float_parameters=(("ball_touch", 0.5),),
