@@ -7,7 +7,8 @@ and defines:
 * ``ARGS``: the JSON object given to :func:`run_in_peer` (``builds``: scene name -> executable
   path without suffix, ``port``: a free port, plus any ``extra`` entries);
 * ``open_env(name, extra=(), seed=0, side_channels=(), timeout_wait=30, **kwargs)``: launch the
-  build ``ARGS["builds"][name]`` on ``ARGS["port"]``;
+  build ``ARGS["builds"][name]`` on ``ARGS["port"]`` (if another program took that port since
+  it was chosen, on a new free one, which ``ARGS["port"]`` then holds; up to 5 tries);
 * ``close_env(env)``: close and return the player's exit code;
 * ``steps(env, name)``: the last DecisionSteps/TerminalSteps of ``name`` as JSON-able lists;
 * ``emit(obj)``: report ``obj`` (one JSON line); :func:`run_in_peer` returns the last one.
@@ -47,6 +48,7 @@ PRELUDE = textwrap.dedent(
     from mlagents_envs.base_env import ActionTuple
     from mlagents_envs.exception import (
         UnityCommunicatorStoppedException, UnityEnvironmentException, UnityTimeOutException,
+        UnityWorkerInUseException,
     )
     from mlagents_envs.side_channel.engine_configuration_channel import (
         EngineConfigurationChannel,
@@ -58,18 +60,32 @@ PRELUDE = textwrap.dedent(
 
     ARGS = json.loads(sys.argv[1])
 
+    def _free_port():
+        import socket
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+
     def open_env(name, extra=(), seed=0, side_channels=(), timeout_wait=30, **kwargs):
-        return UnityEnvironment(
-            file_name=ARGS["builds"][name],
-            base_port=ARGS["port"],
-            worker_id=0,
-            seed=seed,
-            no_graphics=True,
-            timeout_wait=timeout_wait,
-            side_channels=list(side_channels),
-            additional_args=list(extra),
-            **kwargs,
-        )
+        # The port was free when it was chosen; another program may have taken it since (the
+        # official server binds before it launches anything): then a new one, ARGS following.
+        for attempt in range(5):
+            try:
+                return UnityEnvironment(
+                    file_name=ARGS["builds"][name],
+                    base_port=ARGS["port"],
+                    worker_id=0,
+                    seed=seed,
+                    no_graphics=True,
+                    timeout_wait=timeout_wait,
+                    side_channels=list(side_channels),
+                    additional_args=list(extra),
+                    **kwargs,
+                )
+            except UnityWorkerInUseException:
+                if attempt == 4:
+                    raise
+                ARGS["port"] = _free_port()
 
     def close_env(env):
         process = env._process

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -202,17 +203,27 @@ def record_run(api: Api, plan: Mapping[str, Any]) -> dict[str, int]:
     engine = api.EngineConfigurationChannel()
     parameters = api.EnvironmentParametersChannel()
     stats = api.StatsSideChannel()
-    env = api.UnityEnvironment(
-        file_name=plan["file_name"],
-        worker_id=0,
-        base_port=plan["port"],
-        seed=plan["seed"],
-        no_graphics=True,
-        timeout_wait=plan["timeout_wait"],
-        additional_args=list(plan["additional_args"]),
-        side_channels=[engine, parameters, stats],
-        log_folder=plan["log_folder"],
-    )
+    port = plan["port"]
+    for attempt in range(5):
+        try:
+            env = api.UnityEnvironment(
+                file_name=plan["file_name"],
+                worker_id=0,
+                base_port=port,
+                seed=plan["seed"],
+                no_graphics=True,
+                timeout_wait=plan["timeout_wait"],
+                additional_args=list(plan["additional_args"]),
+                side_channels=[engine, parameters, stats],
+                log_folder=plan["log_folder"],
+            )
+            break
+        except Exception as error:
+            # The port was free when it was chosen; another program may have taken it since.
+            # Both implementations bind before they launch anything: try a new free port.
+            if type(error).__name__ != "UnityWorkerInUseException" or attempt == 4:
+                raise
+            port = _free_port()
     process = env._process  # both implementations keep the launched player here
     recording = _Recording()
     try:
@@ -245,3 +256,11 @@ def record_run(api: Api, plan: Mapping[str, Any]) -> dict[str, int]:
     recording.save(Path(plan["output"]))
     pid = process.pid if process is not None else -1
     return {"returncode": int(returncode), "steps": int(plan["steps"]), "pid": int(pid)}
+
+
+def _free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (this module also runs in the peer's venv, so it
+    cannot import the repository's helper)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

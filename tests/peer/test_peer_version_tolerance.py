@@ -10,6 +10,7 @@ exit by itself: its gRPC handler thread keeps waiting for the game's input.)
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -172,3 +173,28 @@ def test_official_reaction_to_the_announced_version(
         assert "not compatible" in result["message"]
     # whatever the official side did, the player does not outlive it
     assert _eventually(lambda: not _live_players(f"--mlagents-port {result['port']}"))
+
+
+def test_the_peer_takes_a_new_port_when_its_chosen_one_was_taken_meanwhile(
+    peer_python: Path, scene_builds: dict[str, Path], tmp_path: Path
+) -> None:
+    """Between choosing a free port and binding it, another program may take it (the suite
+    runs many games at once): ``open_env`` then binds a new free port instead of failing with
+    ``UnityWorkerInUseException``, and ``ARGS["port"]`` says which."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_in_peer(
+            peer_python,
+            """
+            env = open_env("3DBall")
+            env.reset()
+            emit({"port": ARGS["port"], "agents": len(env.get_steps("3DBall?team=0")[0]),
+                  "code": close_env(env)})
+            """,
+            builds=scene_builds,
+            cwd=tmp_path,
+            extra={"port": port},
+        )
+    assert result["port"] != port and result["agents"] == 12 and result["code"] == 0, result
