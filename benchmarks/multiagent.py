@@ -110,7 +110,7 @@ from benchmarks.trainer_runs import (  # noqa: E402
     with_max_steps,
 )
 from trainers.settings import Precision  # noqa: E402
-from unity_gym.player.scenes import get_scene_class  # noqa: E402
+from unity_gym.registration import scene_area_count  # noqa: E402
 
 __all__ = ["PARTS", "SOCCER_TWOS_POCA", "main"]
 
@@ -250,18 +250,13 @@ def _mlagents_learn_self_play(
 def tennis(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     """Part ``tennis``: the trained policy's point-win rate (goal: at least 90%)."""
     config = yaml.safe_load(TENNIS_CONFIG.read_text(encoding="utf-8"))
-    areas = args.tennis_areas
-    if areas is None:
-        areas = get_scene_class("Tennis").default_area_count
-    flags = ["--num-areas", str(areas)]
+    flags = ["--num-areas", str(args.tennis_areas or scene_area_count("Tennis"))]
     return _self_play(args, workdir, config, "Tennis", args.tennis_steps, "points", 0.9, flags)
 
 
 def soccer(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
     """Part ``soccer``: the trained team's game-win rate (goal: at least 80%)."""
-    fields = args.soccer_areas
-    if fields is None:
-        fields = get_scene_class("SoccerTwos").default_area_count
+    fields = args.soccer_areas or scene_area_count("SoccerTwos")
     flags = ["--num-envs", str(args.soccer_envs), "--num-areas", str(fields)]
     if args.soccer_precision != "float32":  # the flags of runs kept in a --workdir stay valid
         flags += ["--torch-precision", args.soccer_precision]
@@ -321,7 +316,7 @@ def _area_count(what: str, scene: str) -> Callable[[str], int]:
         except ValueError:
             count = 0
         if count < 1:
-            stock = get_scene_class(scene).default_area_count
+            stock = scene_area_count(scene)
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not a number of {what}: give a whole number of at least 1 "
                 f"(or leave the option out for the scene's stock {stock})"
