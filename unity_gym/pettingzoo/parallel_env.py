@@ -276,7 +276,6 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         self._unseated_warned: set[tuple[str, int]] = set()
         # (behavior, Unity agent id) -> the name that agent last had (agent autoreset)
         self._former_names: dict[tuple[str, int], str] = {}
-        self._step_reports: dict[str, _Accumulated] = {}  # the running step's reports
         self.agents: list[str] = []
 
         try:
@@ -661,7 +660,6 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         """
         unity = self.unity_env
         by_id = {self._live[name]: name for name in reports}
-        self._step_reports = reports
         behaviors = sorted({behavior for behavior, _ in by_id})
         if newcomers is not None:
             behaviors = sorted(set(unity.behavior_specs) & set(self._prefixes))
@@ -674,7 +672,7 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
                 decisions, terminals = unity.get_steps(behavior)
                 self._collect(behavior, decisions, terminals, by_id, reports, waiting)
                 if newcomers is not None:
-                    self._note_newcomers(behavior, decisions, by_id, newcomers)
+                    self._note_newcomers(behavior, decisions, by_id, reports, newcomers)
             if not waiting and (
                 newcomers is None or newcomers or not all(r.done for r in reports.values())
             ):
@@ -727,14 +725,15 @@ class UnityParallelEnv(GameOwner, ParallelEnv[str, Any, Any]):
         behavior: str,
         decisions: DecisionSteps,
         by_id: dict[tuple[str, int], str],
+        reports: dict[str, _Accumulated],
         newcomers: dict[str, dict[int, _Accumulated]],
     ) -> None:
         """Record the decisions of ``behavior``'s agents that are not live or whose episode
-        ended in this step (Unity restarted them: agent autoreset)."""
+        ended in this step (their ``reports`` entry is done: Unity restarted them)."""
         adapter = self._action_adapters[behavior]
         for row, agent_id in enumerate(decisions.agent_id.tolist()):
             name = by_id.get((behavior, agent_id))
-            if name is None or self._step_reports[name].done:
+            if name is None or reports[name].done:
                 newcomers.setdefault(behavior, {})[agent_id] = _decision(decisions, row, adapter)
 
     def _seat_newcomers(
