@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from trainers.common.optimization.flat_adam import FlatAdam
-from trainers.common.optimization.parameter_buffer import ParameterBuffer
+from trainers.common.optimization.parameter_buffer import ParameterBuffer, polyak_update
 
 
 def _network(seed: int) -> nn.Sequential:
@@ -223,7 +223,7 @@ def test_the_optimizer_never_imports_the_torch_compiler() -> None:
         import sys
         import torch
         from trainers.common.optimization.flat_adam import FlatAdam
-        from trainers.common.optimization.parameter_buffer import ParameterBuffer
+        from trainers.common.optimization.parameter_buffer import ParameterBuffer, polyak_update
         network = torch.nn.Linear(3, 2)
         optimizer = FlatAdam(ParameterBuffer(list(network.parameters())), lr=0.01)
         network(torch.ones(4, 3)).sum().backward()
@@ -242,3 +242,21 @@ def test_the_optimizer_never_imports_the_torch_compiler() -> None:
         timeout=120,
     )
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_polyak_update_moves_every_member_of_the_target_tau_of_the_way() -> None:
+    source_net, target_net = _network(0), _network(1)
+    expected = [
+        0.25 * s.detach() + 0.75 * t.detach()
+        for s, t in zip(source_net.parameters(), target_net.parameters(), strict=True)
+    ]
+    source = ParameterBuffer(list(source_net.parameters()))
+    target = ParameterBuffer(list(target_net.parameters()))
+    assert source.same_layout(target)
+    polyak_update(source, target, 0.25)
+    for parameter, value in zip(target_net.parameters(), expected, strict=True):
+        torch.testing.assert_close(parameter.detach(), value)
+    other = ParameterBuffer(list(nn.Linear(3, 4).parameters()))
+    assert not source.same_layout(other)
+    with pytest.raises(ValueError, match="same layout"):
+        polyak_update(source, other, 0.25)

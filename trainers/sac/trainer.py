@@ -35,8 +35,17 @@ Update schedule (ML-Agents semantics): once ``buffer_init_steps`` agent steps ar
 the buffer holds a batch, ``update_count`` follows ``(step - buffer_init_steps) /
 steps_per_update``. One update: critic regression to
 ``r + gamma * (1 - terminated) * soft V(s')`` from the target critics, policy step, entropy
-coefficient step, Polyak averaging of the targets with ``tau``. Truncated episodes bootstrap
-from their final observation.
+coefficient step, Polyak averaging of the targets with ``tau``. As in ML-Agents'
+``TorchSACOptimizer.update``, every loss is computed at the parameters before the update (the
+policy reads the critics before their step), each reaches only its own parameters (the critics'
+pass at the policy's actions passes gradients to the actions alone), so one backward pass serves
+all three optimizers. Truncated episodes bootstrap from their final observation.
+
+Speed (not semantics): with vector observations only, no memory and no goal conditioning, each
+update encodes each side's observations once for every network (the encoders have no
+parameters), and Q1 and Q2 (and their targets) run as one batched product per layer (their
+parameters stacked in one buffer, :class:`_TwinQ`); the targets follow the critics with one
+whole-buffer Polyak step.
 
 Reward signals (:mod:`trainers.reward_signals`), as in ML-Agents' SAC: both Q networks and
 their targets have one output stream per signal (extrinsic first); every update evaluates each
@@ -72,7 +81,6 @@ statistic. The reward signals are memoryless and read the sequences' real steps.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 from collections.abc import Callable
@@ -89,11 +97,14 @@ from trainers.common.buffers.experience import ReplayBuffer, SequenceReplayBuffe
 from trainers.common.checkpoints.files import atomic_write
 from trainers.common.networks.distributions import ActionDistribution
 from trainers.common.networks.models import (
+    ObservationEncoder,
     PolicyNetwork,
     QNetwork,
+    StackedBodies,
+    body_stacks,
     make_adam,
-    polyak_update,
 )
+from trainers.common.optimization.parameter_buffer import ParameterBuffer, polyak_update
 from trainers.common.optimization.schedules import Schedule
 from trainers.common.trainer import CheckpointMismatchError, TrainerContext
 from trainers.contract import BehaviorStep, PolicyDecision
@@ -120,13 +131,6 @@ LEGACY_REWARD_KEY = "reward"
 # The update statistics before the streams' values: Q1, Q2 and policy losses, entropy, the
 # continuous and the (mean) discrete entropy coefficients.
 STAT_COLUMNS = 6
-
-
-def _minimize(optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
-    """One gradient step of ``optimizer`` on ``loss``."""
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    optimizer.step()
 
 
 def _branch_q_loss(
@@ -166,19 +170,46 @@ class _Inputs(Protocol):
         """``network``'s Q values at the steps (``actions``: continuous, per counted step)."""
         ...
 
+    def encoded(self, *, following: bool = False) -> torch.Tensor | None:
+        """The steps' observations encoded once for every network (``None`` when each
+        network encodes them itself)."""
+        ...
+
 
 class _FlatInputs:
-    """Independent transitions: the networks read each row on its own."""
+    """Independent transitions: the networks read each row on its own.
+
+    Args:
+        encoder: a parameter-free encoder that every network's encoding equals (vector
+            observations only, one normalizer): each side is then encoded once, and the
+            policy reads that encoding; ``None``: each network encodes on its own.
+    """
 
     def __init__(
-        self, observations: list[torch.Tensor], next_observations: list[torch.Tensor]
+        self,
+        observations: list[torch.Tensor],
+        next_observations: list[torch.Tensor],
+        encoder: ObservationEncoder | None = None,
     ) -> None:
         self.observations = observations
         self.next_observations = next_observations
+        self.encoder = encoder
+        self._encoded: dict[bool, torch.Tensor] = {}
+
+    def encoded(self, *, following: bool = False) -> torch.Tensor | None:
+        if self.encoder is None:
+            return None
+        if following not in self._encoded:
+            side = self.next_observations if following else self.observations
+            self._encoded[following] = self.encoder(side)[0]
+        return self._encoded[following]
 
     def policy(
         self, policy: PolicyNetwork, mask: torch.Tensor | None = None, *, following: bool = False
     ) -> ActionDistribution:
+        features = self.encoded(following=following)
+        if features is not None:
+            return policy.distribution(policy.body(features, None), mask)
         return policy(self.next_observations if following else self.observations, mask)
 
     def q(
@@ -243,6 +274,75 @@ class _SequenceInputs:
             rows = rows.index_put((self.index,), actions)
         return network.sequences(observations, rows, self.q_memories)[self.index]
 
+    def encoded(self, *, following: bool = False) -> torch.Tensor | None:
+        return None  # the networks' memories read whole sequences: each encodes on its own
+
+
+def _twin_stacks(first: QNetwork, second: QNetwork) -> list[tuple[nn.Parameter, ...]]:
+    """The parameter groups of :class:`_TwinQ`'s stacked pass over ``first`` and ``second``;
+    none where it does not apply (memory, encoders with parameters, goal conditioning)."""
+    if first.memory is not None or any(True for _ in first.encoder.parameters()):
+        return []
+    try:
+        return body_stacks([first.body, second.body])
+    except ValueError:
+        return []
+
+
+class _TwinQ:
+    """A pair of Q networks (Q1 and Q2, or their targets) evaluated together.
+
+    With stacked bodies (the networks' parameters in ``buffer`` with :func:`_twin_stacks`'
+    ``stacks`` groups) and inputs encoded once (:meth:`_Inputs.encoded`), both bodies run as one
+    batched product per layer; otherwise each network runs on its own. Both ways compute the
+    same values.
+    """
+
+    def __init__(
+        self, first: QNetwork, second: QNetwork, buffer: ParameterBuffer, stacks: int
+    ) -> None:
+        self.first = first
+        self.second = second
+        leaves = [buffer.stacked(i) for i in range(stacks)]
+        self.stacked = StackedBodies(leaves) if stacks else None
+        #: Every tensor the passes read as a parameter (the members and the stacked leaves).
+        self.leaves: list[torch.Tensor] = [*first.parameters(), *second.parameters(), *leaves]
+
+    def __call__(
+        self,
+        inputs: _Inputs,
+        actions: torch.Tensor | None = None,
+        *,
+        following: bool = False,
+        frozen: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both networks' Q values at the steps (as :meth:`_Inputs.q`); with ``frozen``,
+        gradients reach the inputs (``actions``) but not the networks' parameters."""
+        if not frozen:
+            return self._evaluate(inputs, actions, following)
+        for leaf in self.leaves:
+            leaf.requires_grad_(False)
+        try:
+            return self._evaluate(inputs, actions, following)
+        finally:
+            for leaf in self.leaves:
+                leaf.requires_grad_(True)
+
+    def _evaluate(
+        self, inputs: _Inputs, actions: torch.Tensor | None, following: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        features = inputs.encoded(following=following) if self.stacked is not None else None
+        if features is None or self.stacked is None:
+            return (
+                inputs.q(self.first, actions, following=following),
+                inputs.q(self.second, actions, following=following),
+            )
+        if self.first.continuous:
+            assert actions is not None
+            features = torch.cat([features, actions], dim=1)
+        hidden = self.stacked(features)
+        return self.first.values(hidden[0]), self.second.values(hidden[1])
+
 
 class SACTrainer(PolicyTrainer):
     """SAC for one behavior (see the module docstring)."""
@@ -292,7 +392,22 @@ class SACTrainer(PolicyTrainer):
         lr = hyper.learning_rate
         self.policy_optimizer = make_adam(list(self.policy.parameters()), lr)
         self.q_parameters = [*self.q1.parameters(), *self.q2.parameters()]
-        self.q_optimizer = make_adam(self.q_parameters, lr)
+        stacks = _twin_stacks(self.q1, self.q2)
+        self.q_optimizer = make_adam(self.q_parameters, lr, stacks=stacks)
+        #: The target critics' parameters, laid out as the critics' (one Polyak step for all).
+        self.target_buffer = ParameterBuffer(
+            [*self.q1_target.parameters(), *self.q2_target.parameters()],
+            _twin_stacks(self.q1_target, self.q2_target),
+        )
+        if not self.target_buffer.same_layout(self.q_optimizer.buffer):
+            raise RuntimeError("the target critics are not laid out as the critics")
+        self.critics = _TwinQ(self.q1, self.q2, self.q_optimizer.buffer, len(stacks))
+        self.target_critics = _TwinQ(
+            self.q1_target, self.q2_target, self.target_buffer, len(stacks)
+        )
+        #: The encoder every network's encoding equals when the critics run stacked (their
+        #: encoders have no parameters), so that each update encodes each side once.
+        self.shared_encoder = self.q1.encoder if stacks else None
         self.alpha_optimizer = make_adam([self.log_alpha], lr)
         #: Behavioral cloning after every round of updates (``None`` without it).
         self.assemble_cloning(learning_rate=lr, batch_size=hyper.batch_size)
@@ -650,7 +765,9 @@ class SACTrainer(PolicyTrainer):
             rewards = self._stream_rewards(batch)
             assert batch.next_observations is not None
             if inputs is None:
-                inputs = _FlatInputs(batch.observations, batch.next_observations)
+                inputs = _FlatInputs(
+                    batch.observations, batch.next_observations, self.shared_encoder
+                )
             mask = next_mask = None
             if self.branch_sizes:
                 mask = self.mask_tensor(sample["mask"])
@@ -721,15 +838,17 @@ class SACTrainer(PolicyTrainer):
         ``(n, streams)``, from the target critics (no gradients; :meth:`_soft_value` at a
         continuous action sampled from the policy at ``s'``). ``successors``: the update's
         inputs, or the next observations of independent transitions."""
-        inputs = _FlatInputs(successors, successors) if isinstance(successors, list) else successors
+        if isinstance(successors, list):
+            inputs: _Inputs = _FlatInputs(successors, successors, self.shared_encoder)
+        else:
+            inputs = successors
         with torch.no_grad():
             dist = inputs.policy(self.policy, next_mask, following=True)
             actions = log_prob = None
             if self.continuous:
                 actions, log_prob = dist.rsample_squashed()
             next_q = torch.min(
-                self._streams(inputs.q(self.q1_target, actions, following=True)),
-                self._streams(inputs.q(self.q2_target, actions, following=True)),
+                *(self._streams(q) for q in self.target_critics(inputs, actions, following=True))
             )
             next_value = self._soft_value(next_q, dist.branch_log_probs(), log_prob, alpha)
             return rewards + self.gammas * not_done * next_value
@@ -752,8 +871,7 @@ class SACTrainer(PolicyTrainer):
         sizes = self.branch_sizes
         alpha = self.log_alpha.exp().detach()
         target = self._targets(inputs, rewards, not_done, alpha, next_mask)
-        q1 = self._streams(inputs.q(self.q1, continuous))
-        q2 = self._streams(inputs.q(self.q2, continuous))
+        q1, q2 = (self._streams(q) for q in self.critics(inputs, continuous))
         if sizes:
             assert discrete is not None
             q1_loss = _branch_q_loss(q1.split(sizes, dim=-1), discrete, target)
@@ -761,19 +879,18 @@ class SACTrainer(PolicyTrainer):
         else:
             q1_loss = functional.mse_loss(q1, target)
             q2_loss = functional.mse_loss(q2, target)
-        _minimize(self.q_optimizer, q1_loss + q2_loss)
 
         dist = inputs.policy(self.policy, mask)
         new_actions = log_probs = None
         if self.continuous:
             new_actions, log_probs = dist.rsample_squashed()
-        branch_log_probs = dist.branch_log_probs()
-        # Without continuous actions the Q values do not depend on the policy: no gradients.
-        with contextlib.nullcontext() if self.continuous else torch.no_grad():
+            # The critics at the policy's actions: gradients reach the actions, not the critics.
             stream_q = torch.min(
-                self._streams(inputs.q(self.q1, new_actions)),
-                self._streams(inputs.q(self.q2, new_actions)),
+                *(self._streams(q) for q in self.critics(inputs, new_actions, frozen=True))
             )
+        else:  # the Q values do not depend on the policy: the critics' outputs above
+            stream_q = torch.min(q1, q2).detach()
+        branch_log_probs = dist.branch_log_probs()
         q_mean = stream_q.mean(dim=1)  # (n,) or (n, sum(branches)): the streams' mean
         policy_rows: list[torch.Tensor] = []
         alpha_terms: list[torch.Tensor] = []
@@ -806,13 +923,17 @@ class SACTrainer(PolicyTrainer):
                 -self.log_alpha[0] * (log_probs.detach() + self.target_entropy[0]).mean()
             )
         policy_loss = torch.stack(policy_rows).sum(dim=0).mean()
-        _minimize(self.policy_optimizer, policy_loss)
-
         alpha_loss = torch.stack(alpha_terms).sum()
-        _minimize(self.alpha_optimizer, alpha_loss)
+        # Every loss reads the parameters before this update, and each reaches only its own
+        # parameters: one backward pass, then each optimizer's step.
+        optimizers = (self.q_optimizer, self.policy_optimizer, self.alpha_optimizer)
+        for optimizer in optimizers:
+            optimizer.zero_grad(set_to_none=True)
+        (q1_loss + q2_loss + policy_loss + alpha_loss).backward()
+        for optimizer in optimizers:
+            optimizer.step()
 
-        polyak_update(self.q1, self.q1_target, self.hyper.tau)
-        polyak_update(self.q2, self.q2_target, self.hyper.tau)
+        polyak_update(self.q_optimizer.buffer, self.target_buffer, self.hyper.tau)
         continuous_coef = float(alpha[0]) if self.continuous else math.nan
         discrete_coef = float(alpha[self.discrete_alpha :].mean()) if sizes else math.nan
         return np.array(

@@ -52,7 +52,6 @@ __all__ = [
     "build_memory",
     "build_normalizer",
     "make_adam",
-    "polyak_update",
     "share_policy_body",
 ]
 
@@ -313,13 +312,17 @@ class StackedBodies:
 
     def __init__(self, parameters: Sequence[torch.Tensor]) -> None:
         self.weights = list(parameters[0::2])
-        self.biases = [bias.unsqueeze(1) for bias in parameters[1::2]]
+        self.biases = list(parameters[1::2])
 
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
-        """``(k, n, hidden_units)``: the output of every body for ``features`` ``(n, in)``."""
+        """``(k, n, hidden_units)``: the output of every body for ``features`` ``(n, in)``
+        (views of the parameters are taken here, so that a parameter's ``requires_grad`` at
+        call time decides whether gradients reach it)."""
         hidden = features.expand(len(self.weights[0]), -1, -1)
         for weight, bias in zip(self.weights, self.biases, strict=True):
-            hidden = functional.silu(torch.baddbmm(bias, hidden, weight.transpose(1, 2)))
+            hidden = functional.silu(
+                torch.baddbmm(bias.unsqueeze(1), hidden, weight.transpose(1, 2))
+            )
         return hidden
 
 
@@ -526,7 +529,7 @@ class QNetwork(nn.Module):
         """
         if self.memory is not None:
             raise RuntimeError("a recurrent Q network reads sequences: use sequences()")
-        return self._values(self._encode(observations, actions))
+        return self.values(self._encode(observations, actions))
 
     def sequences(
         self,
@@ -539,7 +542,7 @@ class QNetwork(nn.Module):
         :meth:`forward`)."""
         assert self.memory is not None, "sequences() is for recurrent Q networks"
         hidden, _ = _through_memory(self.memory, self._encode(observations, actions), memories)
-        return self._values(hidden)
+        return self.values(hidden)
 
     def _encode(
         self, observations: list[torch.Tensor], actions: torch.Tensor | None
@@ -553,8 +556,9 @@ class QNetwork(nn.Module):
         return self.body(features, goal)
 
     @heads_in_float32
-    def _values(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Every stream's Q values given the heads' input ``hidden``."""
+    def values(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Every stream's Q values given the heads' input ``hidden`` (the body's output, or
+        the memory's with memory; shapes as :meth:`forward`)."""
         values = self.head(hidden)
         if len(self.signal_heads):
             values = torch.stack([values, *(head(hidden) for head in self.signal_heads)], dim=1)
@@ -572,15 +576,6 @@ def make_adam(
     Build it after the networks are on their device; ``stacks`` are passed to the buffer.
     """
     return FlatAdam(ParameterBuffer(parameters, stacks), learning_rate, eps=eps)
-
-
-@torch.no_grad()
-def polyak_update(source: nn.Module, target: nn.Module, tau: float) -> None:
-    """``target <- tau * source + (1 - tau) * target`` for every parameter."""
-    source_params: list[torch.Tensor] = list(source.parameters())
-    target_params: list[torch.Tensor] = list(target.parameters())
-    torch._foreach_mul_(target_params, 1.0 - tau)
-    torch._foreach_add_(target_params, source_params, alpha=tau)
 
 
 def share_policy_body(critic: ValueNetwork, policy: PolicyNetwork) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["ParameterBuffer"]
+__all__ = ["ParameterBuffer", "polyak_update"]
 
 
 class ParameterBuffer:
@@ -99,3 +99,27 @@ class ParameterBuffer:
     def zero_grad(self) -> None:
         """Zero every gradient (in place, so the members' gradients stay views)."""
         self.grad.zero_()
+
+    def same_layout(self, other: ParameterBuffer) -> bool:
+        """Whether ``other`` holds parameters of the same shapes at the same offsets, member by
+        member (a copy of the same networks, built the same way)."""
+        if len(self.parameters) != len(other.parameters) or self.data.shape != other.data.shape:
+            return False
+        return all(
+            mine.shape == theirs.shape and self.offset(mine) == other.offset(theirs)
+            for mine, theirs in zip(self.parameters, other.parameters, strict=True)
+        )
+
+
+@torch.no_grad()
+def polyak_update(source: ParameterBuffer, target: ParameterBuffer, tau: float) -> None:
+    """``target <- tau * source + (1 - tau) * target`` for every parameter, as two whole-buffer
+    operations; the buffers must have the same layout (check it once with
+    :meth:`ParameterBuffer.same_layout`).
+
+    Raises:
+        ValueError: the buffers differ in size.
+    """
+    if source.data.shape != target.data.shape:
+        raise ValueError("Polyak averaging needs two buffers of the same layout")
+    target.data.mul_(1.0 - tau).add_(source.data, alpha=tau)
