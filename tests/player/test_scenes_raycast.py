@@ -64,3 +64,23 @@ def test_per_observer_tags_and_inactive_objects() -> None:
     hits = targets.cast(np.zeros((2, 2)), spec.directions(np.zeros(2)), 10.0)
     assert hits.tag[:, 0].tolist() == [0, 0]
     np.testing.assert_allclose(hits.fraction[:, 0], [0.25, 0.55])
+
+
+def test_ties_go_to_the_object_added_first_and_keep_its_distance() -> None:
+    # Ahead along +x: a wall at x = 5 (tag 1), a ball whose surface is at x = 5 (tag 2) and a
+    # box whose face is at x = 5 (tag 0): all exactly 5 away. Segments are searched first, then
+    # circles, then boxes; of equal distances the first found stays.
+    spec = RayPerceptionSpec(rays_per_direction=0, max_ray_degrees=0, ray_length=10, num_tags=3)
+    targets = RayTargets(1)
+    targets.add_boxes(np.array([[6.0, 0.0]]), np.array([[1.0, 1.0]]), 0)
+    targets.add_circles(np.array([[6.0, 0.0], [6.0, 0.0]]), 1.0, np.array([2, 0]))
+    targets.add_segments(np.array([[5.0, -1.0, 5.0, 1.0]]), 1)
+    hits = targets.cast(np.zeros((1, 2)), np.array([[[1.0, 0.0]]]), 10.0)
+    assert hits.tag.tolist() == [[1]] and hits.fraction.tolist() == [[0.5]]
+    without_wall = RayTargets(1)
+    without_wall.add_boxes(np.array([[6.0, 0.0]]), np.array([[1.0, 1.0]]), 0)
+    without_wall.add_circles(np.array([[6.0, 0.0], [6.0, 0.0]]), 1.0, np.array([2, 0]))
+    hits = without_wall.cast(np.zeros((1, 2)), np.array([[[1.0, 0.0]]]), 10.0)
+    assert hits.tag.tolist() == [[2]] and hits.fraction.tolist() == [[0.5]]
+    obs = spec.perceive(without_wall, np.zeros((1, 2)), np.zeros(1))
+    np.testing.assert_allclose(obs, [[0, 0, 1, 0, 0.5]])

@@ -12,6 +12,12 @@ import pytest
 from scene_harness import Policy, idle_policy, play, player_alive, random_policy, terminal_reports
 
 from unity_gym.player.scenes.soccer_twos import (
+    _BALL_BOUNDS,
+    _PLAYER_BOUNDS,
+    AGENT_RADIUS,
+    BALL_RADIUS,
+    HALF_LENGTH,
+    HALF_WIDTH,
     MAX_ENVIRONMENT_STEPS,
     SHOT_START,
     SoccerTwosScene,
@@ -355,3 +361,21 @@ def test_a_touch_of_a_post_scores_and_the_kickoff_is_unitys() -> None:
     scene.ball_position[2] = [-15.2, 0.0]  # on the blue goal's floor
     scene.ball_position[3] = [0.0, 0.0]
     assert scene._ball_in_goal().tolist() == [True, False, True, False]
+
+
+@pytest.mark.parametrize(
+    ("walls", "radius"), [(_PLAYER_BOUNDS, AGENT_RADIUS), (_BALL_BOUNDS, BALL_RADIUS)]
+)
+def test_discs_in_the_clear_box_touch_no_wall_and_the_box_is_most_of_the_pitch(
+    walls: Any, radius: float
+) -> None:
+    """The walls' test skips discs inside ``clear_box``: none of them may touch a wall."""
+    box = walls.clear_box(radius)
+    assert box[0] > 0.8 * HALF_LENGTH and box[1] > 0.8 * HALF_WIDTH
+    rng = np.random.default_rng(0)
+    inside = rng.uniform(-1.0, 1.0, (20000, 2)) * box
+    corners = np.array([[sx, sy] for sx in (-1, 1) for sy in (-1, 1)]) * box * (1 - 1e-12)
+    points = np.concatenate([inside, corners])
+    assert (walls._gaps(points)[1] > radius * radius).all()
+    # 5% larger, a corner disc touches a wall: the box is as large as the walls allow
+    assert (walls._gaps(corners * 1.05)[1] < radius * radius).any()

@@ -216,8 +216,6 @@ class RayTargets:
         n, rays = directions.shape[:2]
         origin = np.asarray(origins, dtype=np.float64)[:, None, None, :]
         direction = directions[:, :, None, :]
-        best = np.full((n, rays), _NO_HIT)
-        best_tag = np.full((n, rays), -1, dtype=np.int64)
         candidates: list[tuple[np.ndarray, np.ndarray]] = []
         for points, tags in self._segments:
             candidates.append((_segment_distances(origin, direction, points, cast_radius), tags))
@@ -227,15 +225,24 @@ class RayTargets:
         for centers, extents, tags, active in self._boxes:
             distances = _box_distances(origin, direction, centers, extents + cast_radius)
             candidates.append((_mask_inactive(distances, active), tags))
-        for distances, tags in candidates:
-            if distances.shape[2] == 0:
-                continue
+        # One nearest object over every kind at once: the first of equal distances wins, the
+        # object added first, as when each kind is searched in turn and only a strictly nearer
+        # one replaces the best. (No distance is NaN: every test above is false for NaN.)
+        candidates = [c for c in candidates if c[0].shape[2]]
+        if not candidates:
+            best = np.full((n, rays), _NO_HIT)
+            best_tag = np.full((n, rays), -1, dtype=np.int64)
+        else:
+            if len(candidates) == 1:
+                distances, tags = candidates[0]
+            else:
+                distances = np.concatenate([d for d, _ in candidates], axis=2)
+                tags = np.concatenate([t for _, t in candidates], axis=1)
             nearest = np.argmin(distances, axis=2)
-            value = np.take_along_axis(distances, nearest[:, :, None], axis=2)[:, :, 0]
-            closer = value < best
-            best = np.where(closer, value, best)
-            tag = np.take_along_axis(tags[:, None, :], nearest[:, :, None], axis=2)[:, :, 0]
-            best_tag = np.where(closer, tag, best_tag)
+            observer = np.arange(n)[:, None]
+            # The first nearest entry itself, not min(): of 0.0 and -0.0 it keeps the first.
+            best = distances[observer, np.arange(rays), nearest]
+            best_tag = tags[observer, nearest]
         hit = best <= max_distance
         fraction = np.where(hit, best / max_distance, 1.0)
         return RayHits(fraction=fraction, tag=np.where(hit, best_tag, -1), hit=hit)

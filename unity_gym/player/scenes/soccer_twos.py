@@ -222,12 +222,33 @@ _AXIS = np.array([0.0, 1.0, -1.0])
 
 
 class _Walls:
-    """Straight walls ``(m, 4)`` (``x0, y0, x1, y1`` each) that discs cannot overlap."""
+    """Straight walls ``(m, 4)`` (``x0, y0, x1, y1`` each) that discs cannot overlap; no wall's
+    line may pass through the origin (the pitch's centre)."""
 
     def __init__(self, segments: np.ndarray) -> None:
         self.start = segments[:, :2].copy()
         self.along = segments[:, 2:] - segments[:, :2]
         self.inverse_length2 = 1.0 / np.einsum("mi,mi->m", self.along, self.along)
+        self._clear_boxes: dict[float, np.ndarray] = {}
+
+    def clear_box(self, radius: float) -> np.ndarray:
+        """Half-extents ``(X, Y)`` of a box around the origin where no disc of ``radius`` can
+        touch a wall: each corner lies on the origin's side of every wall's line, farther from
+        it than ``radius`` (with a margin far above rounding), so the whole box does, and a
+        segment is never nearer than its line. The box is the walls' extent scaled down until
+        it fits (all zeros when none does)."""
+        box = self._clear_boxes.get(radius)
+        if box is None:
+            normal = np.stack([-self.along[:, 1], self.along[:, 0]], axis=1)
+            normal /= np.sqrt(np.einsum("mi,mi->m", normal, normal))[:, None]
+            offset = np.einsum("mi,mi->m", normal, self.start)
+            normal[offset < 0] *= -1.0  # point away from the origin
+            offset = np.abs(offset)
+            extent = np.abs(np.concatenate([self.start, self.start + self.along])).max(axis=0)
+            room = offset - radius * (1.0 + 1e-6) - 1e-9
+            scale = max(0.0, float((room / (np.abs(normal) @ extent)).min()))
+            box = self._clear_boxes[radius] = extent * min(scale, 1.0)
+        return box
 
     def push_out(
         self, position: np.ndarray, velocity: np.ndarray, radius: float, bounciness: float
@@ -235,20 +256,29 @@ class _Walls:
         """Discs ``(N, 2)`` of ``radius`` overlapping a wall are moved out along the contact
         normal, in place, wall by wall; the velocity into the wall is removed, or reflected with
         ``bounciness`` above Unity's bounce threshold."""
-        touching = self._gaps(position)[1] < radius * radius
+        # Discs inside the clear box touch no wall; the others are tested wall by wall.
+        near = np.flatnonzero((np.abs(position) >= self.clear_box(radius)).any(axis=1))
+        if not near.size:
+            return
+        touching = self._gaps(position[near])[1] < radius * radius
         if not touching.any():  # the usual case: one vectorized test over every wall
             return
+        # Only discs touching a wall now can move: one that touches none is pushed by none, so
+        # the walls' pushes run on those rows alone (each row's arithmetic is its own).
+        rows = near[touching.any(axis=1)]
+        touched, moving = position[rows], velocity[rows]
         for wall in np.flatnonzero(touching.any(axis=0)):
-            gap, distance2 = self._gaps(position, int(wall))
+            gap, distance2 = self._gaps(touched, int(wall))
             hit = np.flatnonzero(distance2 < radius * radius)
             if not hit.size:  # an earlier wall pushed it clear
                 continue
             distance = np.sqrt(distance2[hit])
             normal = gap[hit] / np.maximum(distance, 1e-9)[:, None]
-            position[hit] += normal * (radius - distance)[:, None]
-            into = np.maximum(-np.einsum("ij,ij->i", velocity[hit], normal), 0.0)
+            touched[hit] += normal * (radius - distance)[:, None]
+            into = np.maximum(-np.einsum("ij,ij->i", moving[hit], normal), 0.0)
             bounce = np.where(into > BOUNCE_THRESHOLD, bounciness, 0.0)
-            velocity[hit] += normal * (into * (1.0 + bounce))[:, None]
+            moving[hit] += normal * (into * (1.0 + bounce))[:, None]
+        position[rows], velocity[rows] = touched, moving
 
     def _gaps(
         self, position: np.ndarray, wall: int | slice = slice(None)
@@ -257,10 +287,17 @@ class _Walls:
         and its squared length, ``(N, m, 2)`` and ``(N, m)`` (``(N, 2)``, ``(N,)`` for one)."""
         start, along = self.start[wall], self.along[wall]
         relative = position[:, None, :] - start if start.ndim == 2 else position - start
-        t = np.clip((relative * along).sum(-1) * self.inverse_length2[wall], 0.0, 1.0)
+        t = np.minimum(
+            np.maximum((relative * along).sum(-1) * self.inverse_length2[wall], 0.0), 1.0
+        )
         gap = relative - t[..., None] * along
         return gap, (gap * gap).sum(-1)
 
+
+#: Squared centre distance below which two players may overlap (a margin over ``(2 r)^2`` that
+#: covers rounding, so the test never misses a pair that :meth:`SoccerFieldScene._collide_players`
+#: pushes apart).
+_CLOSE_PAIR = (2.0 * AGENT_RADIUS) ** 2 * (1.0 + 1e-6)
 
 #: What stops the ball (the walls) and the players (the walls and the goal lines).
 _BALL_BOUNDS = _Walls(_WALLS)
@@ -373,6 +410,9 @@ class SoccerFieldScene(Scene):
             context.batch(f"{self.behavior_names[team]}?team={team}") for team in (BLUE, PURPLE)
         )
         self.position = np.zeros((n, p, 2))
+        #: Every pair of a field's players, ``(first, second)`` index arrays in pair order.
+        first, second = zip(*combinations(range(p), 2), strict=True)
+        self._pair_players = (np.array(first, dtype=np.intp), np.array(second, dtype=np.intp))
         self.velocity = np.zeros((n, p, 2))
         self.heading = np.zeros((n, p))
         self.kicking = np.zeros((n, p), dtype=bool)
@@ -540,9 +580,21 @@ class SoccerFieldScene(Scene):
         return scorer
 
     def _collide_players(self) -> None:
-        """Overlapping players are pushed apart and stop closing (bounciness 0, equal masses)."""
-        for a, b in combinations(range(self.position.shape[1]), 2):
-            gap = self.position[:, b] - self.position[:, a]
+        """Overlapping players are pushed apart and stop closing (bounciness 0, equal masses),
+        pair after pair.
+
+        Only fields where some pair is within :data:`_CLOSE_PAIR` of touching run the pairs:
+        in another field no pair overlaps, so none moves a player and none comes to overlap.
+        """
+        first, second = self._pair_players
+        gaps = self.position[:, second] - self.position[:, first]
+        close = np.einsum("fki,fki->fk", gaps, gaps) < _CLOSE_PAIR
+        fields = np.flatnonzero(close.any(axis=1))
+        if not fields.size:
+            return
+        position, velocity = self.position[fields], self.velocity[fields]
+        for a, b in zip(first.tolist(), second.tolist(), strict=True):
+            gap = position[:, b] - position[:, a]
             distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
             overlap = 2.0 * AGENT_RADIUS - distance
             hit = np.flatnonzero(overlap > 0.0)
@@ -550,12 +602,13 @@ class SoccerFieldScene(Scene):
                 continue
             normal = gap[hit] / np.maximum(distance[hit], 1e-9)[:, None]
             half = (overlap[hit] / 2.0)[:, None] * normal
-            self.position[hit, a] -= half
-            self.position[hit, b] += half
-            relative = self.velocity[hit, b] - self.velocity[hit, a]
+            position[hit, a] -= half
+            position[hit, b] += half
+            relative = velocity[hit, b] - velocity[hit, a]
             closing = np.minimum(np.einsum("ij,ij->i", relative, normal), 0.0)[:, None] * normal
-            self.velocity[hit, a] += closing / 2.0
-            self.velocity[hit, b] -= closing / 2.0
+            velocity[hit, a] += closing / 2.0
+            velocity[hit, b] -= closing / 2.0
+        self.position[fields], self.velocity[fields] = position, velocity
 
     def _wall_players(self) -> None:
         """The walls and the goal lines stop the players (the velocity into a wall is removed)."""
