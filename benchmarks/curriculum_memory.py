@@ -16,6 +16,10 @@ each on its own game) in this one invocation, on the same headless player and se
   ``--hallway-steps`` steps each. Printed: the mean reward of the last summaries (goal: memory
   clearly above) and the share of correct goals among those reached (the scene's
   ``Goal/Correct`` and ``Goal/Wrong`` statistics: 50% is all a policy without memory can do).
+  With ``--mlagents-learn`` the official ``mlagents-learn`` 1.1.0 then trains the memory config
+  on the same seed and one Hallway executable (run ``hallway-memory-mlagents-learn``, continued
+  in a ``--workdir`` as the others): its reward and share of correct goals are printed beside
+  ours, for information.
 * ``speed``: wall time from launch to the first summary with mean reward >= ``--target`` on the
   Hallway memory config, ``unity-train`` vs the official ``mlagents-learn`` 1.1.0 in the reference
   peer venv (``benchmarks/peer_venv.py --learn``), both launching the same Hallway executable
@@ -36,7 +40,7 @@ Usage::
     python -m benchmarks.curriculum_memory [--only walljump|hallway|speed ...]
         [--walljump-steps 400000] [--hallway-steps 400000] [--target 0.2]
         [--time-limit 1800] [--seeds 1 2 3 | --seed 1] [--tail 3] [--concurrent]
-        [--workdir DIR]
+        [--mlagents-learn] [--workdir DIR]
 
 ``--seeds 1 2 3`` runs every chosen part once per seed, each seed in ``<workdir>/seed<N>``
 (``--seed N``: one seed), and prints each figure per seed with its median, its worst seed and
@@ -61,6 +65,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.peer_venv import PeerUnavailableError  # noqa: E402
 from benchmarks.seeds import Figure, Goal  # noqa: E402
 from benchmarks.trainer_runs import (  # noqa: E402
     add_common_arguments,
@@ -70,6 +75,7 @@ from benchmarks.trainer_runs import (  # noqa: E402
     run_parts,
     scalar_series,
     train_all,
+    train_mlagents_learn,
     with_max_steps,
 )
 
@@ -161,10 +167,38 @@ def hallway(args: argparse.Namespace, workdir: Path) -> list[Figure]:
         )
     above = rows[0][1] >= rows[1][1] + 0.1
     print(f"  goal: memory clearly above (by >= 0.1) -> {'met' if above else 'not met'}")
-    return [
+    figures = [
         Figure("Hallway memory minus no memory", rows[0][1] - rows[1][1], Goal(0.1)),
         Figure("Hallway memory correct-goal share", rows[0][3]),
         Figure("Hallway no-memory correct-goal share", rows[1][3]),
+    ]
+    if args.mlagents_learn:
+        figures += _hallway_mlagents_learn(args, workdir, config)
+    return figures
+
+
+def _hallway_mlagents_learn(
+    args: argparse.Namespace, workdir: Path, config: dict[str, Any]
+) -> list[Figure]:
+    """``--mlagents-learn``: the official ``mlagents-learn`` trains the memory config on the same
+    seed (run ``hallway-memory-mlagents-learn``); its mean reward and share of correct goals are
+    figures for information (no goal): they tell "our trainer learns it" from "it is learnable
+    at this budget". No figures (the reason printed) without the reference peer venv."""
+    name = "hallway-memory-mlagents-learn"
+    try:
+        output = train_mlagents_learn(config, "Hallway", name, workdir, args.seed)
+    except PeerUnavailableError as error:
+        print(f"\nHallway: mlagents-learn not run, reference peer unavailable: {error}")
+        return []
+    reward, count = mean_of_last(output, "Hallway", args.tail)
+    share = correct_share(workdir / "results" / name, args.tail)
+    print(
+        f"  mlagents-learn memory mean reward (last {count}) {reward:+.3f}; correct goal in "
+        f"{share:.0%} of the goals reached (last {count} summaries)"
+    )
+    return [
+        Figure("Hallway memory reward (mlagents-learn)", reward),
+        Figure("Hallway memory correct-goal share (mlagents-learn)", share),
     ]
 
 
@@ -194,6 +228,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--walljump-steps", type=int, default=400_000)
     parser.add_argument("--hallway-steps", type=int, default=400_000)
     parser.add_argument("--target", type=float, default=0.2, help="Hallway reward (speed)")
+    parser.add_argument(
+        "--mlagents-learn",
+        action="store_true",
+        help=(
+            "hallway: also train the memory config with mlagents-learn 1.1.0 (reference peer "
+            "venv) on the same seed, after the unity-train runs"
+        ),
+    )
     args = parser.parse_args(argv)
     return run_parts(
         {"walljump": walljump, "hallway": hallway, "speed": speed}, args, "curriculum-memory-"

@@ -107,6 +107,7 @@ from benchmarks.trainer_runs import (  # noqa: E402
     scalar_series,
     train,
     train_all,
+    train_mlagents_learn,
     with_max_steps,
 )
 from trainers.settings import Precision  # noqa: E402
@@ -234,12 +235,8 @@ def _mlagents_learn_self_play(
     ``action_masks`` and ``recurrent_in`` inputs it declares are left out of the file when the
     policy does not use them (feed-forward continuous control, as Tennis), so
     :class:`benchmarks.policy_eval.OnnxPolicy` plays it as it is."""
-    from unity_gym.player.build import build_executable
-
     name = f"{scene.lower()}-mlagents-learn"
-    build = build_executable(scene, workdir / f"build-{scene}").with_suffix("")
-    flags = ["--env", str(build), "--num-envs", "1", "--timeout-wait", "120"]
-    train(with_max_steps(config, steps), name, workdir, flags, args.seed, "mlagents-learn")
+    train_mlagents_learn(with_max_steps(config, steps), scene, name, workdir, args.seed)
     run_dir = workdir / "results" / name
     print(f"\n{scene} (mlagents-learn 1.1.0), {steps} steps, seed {args.seed}")
     _print_elo(run_dir)

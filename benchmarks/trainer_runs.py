@@ -62,6 +62,7 @@ __all__ = [
     "scalar_series",
     "train",
     "train_all",
+    "train_mlagents_learn",
     "with_max_steps",
 ]
 
@@ -291,6 +292,28 @@ def _wait_saving(finished: Callable[[], bool]) -> bool:
             for process in running:
                 with contextlib.suppress(ProcessLookupError):
                     process.send_signal(signal.SIGINT)
+
+
+def train_mlagents_learn(
+    config: dict[str, Any], scene: str, name: str, workdir: Path, seed: int
+) -> str:
+    """Train ``config`` with the official ``mlagents-learn`` 1.1.0 of the reference peer venv as
+    run ``name`` in ``workdir`` (continued as :func:`train` continues its runs), on one game
+    process of the built-in ``scene``'s executable (built once in ``<workdir>/build-<scene>``,
+    so it has the scene's stock areas, as ``unity-train --scene`` does); returns its console
+    output. It exports ``<workdir>/results/<name>/<Behavior>.onnx``.
+
+    Raises:
+        PeerUnavailableError: the reference peer venv (with ``onnx``, which its exporter needs)
+            cannot be had.
+        RunStoppedError, RuntimeError: as :func:`train`.
+    """
+    from unity_gym.player.build import build_executable
+
+    ensure_onnx(ensure_peer_venv(learn=True))
+    build = build_executable(scene, workdir / f"build-{scene}").with_suffix("")
+    flags = ["--env", str(build), "--num-envs", "1", "--timeout-wait", "120"]
+    return train(config, name, workdir, flags, seed, "mlagents-learn")
 
 
 def train_all(

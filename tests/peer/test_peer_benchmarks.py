@@ -198,3 +198,30 @@ def test_tennis_trains_with_mlagents_learn_on_the_same_seed_and_plays_its_onnx(
     assert theirs.rstrip().endswith("(no goal)")
     ours = next(line for line in table if line.strip().startswith("Tennis win rate vs random "))
     assert code == (1 if "NOT met" in ours else 0)  # only unity-train's figure has a goal
+
+
+@pytest.mark.timeout(240)
+def test_hallway_memory_trains_with_mlagents_learn_on_the_same_seed(
+    peer_python: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.curriculum_memory import main
+
+    main(
+        ["--only", "hallway", "--seed", "2", "--hallway-steps", "2000", "--mlagents-learn",
+         "--workdir", str(tmp_path)]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    run = tmp_path / "seed2"
+    assert (run / "results" / "hallway-memory-mlagents-learn" / "Hallway.onnx").is_file(), out[
+        -3000:
+    ]
+    assert "$ mlagents-learn" in out and "--seed 2" in out
+    settings = json.loads((run / "hallway-memory-mlagents-learn.settings.json").read_text("utf-8"))
+    assert settings["trainer"] == "mlagents-learn" and settings["seed"] == 2
+    # the memory config as ours trains it: an LSTM of ML-Agents' Hallway config
+    memory = settings["config"]["behaviors"]["Hallway"]["network_settings"]["memory"]
+    assert memory == {"sequence_length": 64, "memory_size": 128}
+    assert "mlagents-learn memory mean reward" in out
+    table = out[out.index("part hallway (seeds 2)") :].splitlines()
+    theirs = [line for line in table if "(mlagents-learn)" in line]
+    assert len(theirs) == 2 and all(line.rstrip().endswith("(no goal)") for line in theirs)
