@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
+from trainers.run_directory import RunLock
 from trainers.settings import (
     ConfigError,
     Precision,
@@ -428,6 +429,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = options_from_args(args)
         _configure_logging(options.debug)
         check_environment_choice(options, given)
+        checkpoints = options.checkpoint_settings
+        if not checkpoints.inference:  # a run in use is refused before the heavy imports
+            RunLock.ensure_free(checkpoints.run_dir, checkpoints.run_id)
         from trainers.learn import run_training  # heavy imports (torch) only when training
 
         run_training(options, ["unity-train", *arguments])

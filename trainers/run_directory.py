@@ -84,6 +84,15 @@ def _holder_description(lock_path: Path) -> str:
             time.sleep(0.05)
 
 
+def _in_use(run_root: Path, run_id: str, lock_path: Path) -> RunInUseError:
+    """The error for a run folder whose lock another process holds, naming that process."""
+    return RunInUseError(
+        f"run '{run_id}' in {run_root} is in use by another unity-train: "
+        f"{_holder_description(lock_path)}. Wait for it to finish or stop it, or choose "
+        "another --run-id; nothing was changed."
+    )
+
+
 @dataclass
 class RunLock:
     """An exclusive ``fcntl.flock`` on ``<run>/.unity-train.lock``, held for a run's life."""
@@ -106,11 +115,7 @@ class RunLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
-                raise RunInUseError(
-                    f"run '{run_id}' in {run_root} is in use by another unity-train: "
-                    f"{_holder_description(path)}. Wait for it to finish or stop it, or choose "
-                    "another --run-id; nothing was changed."
-                ) from None
+                raise _in_use(run_root, run_id, path) from None
             except BaseException:
                 os.close(fd)
                 raise
@@ -128,6 +133,27 @@ class RunLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, record.encode("utf-8"), 0)
         return cls(path, fd)
+
+    @staticmethod
+    def ensure_free(run_root: Path, run_id: str) -> None:
+        """Refuse at once a run folder whose lock another process holds, changing nothing (no
+        folder or file is created): a quick check before a costly start-up, which
+        :meth:`acquire` still makes for certain.
+
+        Raises:
+            RunInUseError: as :meth:`acquire`.
+        """
+        path = run_root / LOCK_FILE_NAME
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:  # no lock file: nobody holds the run
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(run_root, run_id, path) from None
+        finally:
+            os.close(fd)  # and with it the shared lock this check took
 
     @property
     def held(self) -> bool:

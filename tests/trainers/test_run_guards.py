@@ -9,7 +9,11 @@ unity-train's own rule (mlagents-learn has none).
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +23,7 @@ import yaml
 from trainer_test_support import TrainerProcess, ppo_behavior
 
 from trainers.common.checkpoints.files import load_checkpoint
+from trainers.run_directory import RunLock
 
 
 @pytest.fixture
@@ -114,3 +119,38 @@ def test_lock_of_a_killed_run_is_gone(tmp_path: Path, trains: list[TrainerProces
     second.process.send_signal(signal.SIGINT)
     code, output = second.finish()
     assert code == 0, output
+
+
+def test_a_run_in_use_is_refused_before_the_heavy_start_up(tmp_path: Path) -> None:
+    """A second ``unity-train`` on a locked run exits 2 without importing torch, the game or
+    anything else costly, and creates nothing."""
+    config = tmp_path / "config.yaml"
+    behavior = ppo_behavior(max_steps=1000)
+    config.write_text(yaml.safe_dump({"behaviors": {"CartPole": behavior}}), encoding="utf-8")
+    results = tmp_path / "results"
+    lock = RunLock.acquire(results / "busy", "busy")  # this test process holds the run
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from trainers.cli import main
+        code = main([{str(config)!r}, "--gym-id", "CartPole-v1", "--run-id", "busy",
+                     "--results-dir", {str(results)!r}])
+        print("exit", code, "torch imported", "torch" in sys.modules)
+        """
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            check=False,
+        )
+    finally:
+        lock.release()
+    assert "exit 2 torch imported False" in done.stdout, done.stdout + done.stderr
+    assert "in use by another unity-train" in done.stderr
+    assert f"pid {os.getpid()}" in done.stderr
+    assert [entry.name for entry in (results / "busy").iterdir()] == [".unity-train.lock"]
+    assert not (results / "busy" / "run_logs").exists()
