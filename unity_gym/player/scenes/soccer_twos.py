@@ -261,7 +261,7 @@ class _Walls:
         if not near.size:
             return
         touching = self._gaps(position[near])[1] < radius * radius
-        if not touching.any():  # the usual case: one vectorized test over every wall
+        if not touching.any():  # near the walls, but touching none
             return
         # Only discs touching a wall now can move: one that touches none is pushed by none, so
         # the walls' pushes run on those rows alone (each row's arithmetic is its own).
