@@ -73,6 +73,8 @@ LOOKS = np.stack([AGENT_BLUE, BAD_FOOD, FOOD, WALL])
 _LIGHT = np.array([-0.35, 0.4, 0.85])  # (ground x, ground y, up)
 _LIGHT = _LIGHT / np.linalg.norm(_LIGHT)
 _AMBIENT = 0.6
+_UP = np.array([0.0, 0.0, 1.0])
+_ZERO = np.zeros(3)
 assert (LOOK_NORMAL, LOOK_POISONED, LOOK_SATIATED, LOOK_FROZEN) == (0, 1, 2, 3)
 
 
@@ -137,7 +139,7 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         normal = np.zeros((pixels, 3))
         # Floor: up = 0 under the camera.
         floor_t = np.where(up < 0.0, -height / np.minimum(up, -1e-12), np.inf)
-        self._keep(depth, colour, normal, floor_t, FLOOR, np.array([0.0, 0.0, 1.0]))
+        self._keep(depth, colour, normal, floor_t, FLOOR, _UP)
         # Walls: the inner faces at +-WALL_HALF, from the floor to WALL_HEIGHT.
         for axis in (0, 1):
             d = ground[:, axis]
@@ -147,9 +149,8 @@ class VisualFoodCollectorScene(FoodCollectorGame):
             rise = height + t * up
             valid = (t > 0) & (np.abs(other) <= WALL_HALF + WALL_THICKNESS)
             valid &= (rise >= 0.0) & (rise <= WALL_HEIGHT)
-            wall_normal = np.zeros((pixels, 3))
-            wall_normal[:, axis] = -np.sign(d)
-            self._keep(depth, colour, normal, np.where(valid, t, np.inf), WALL, wall_normal)
+            nearer = self._keep(depth, colour, normal, np.where(valid, t, np.inf), WALL, _ZERO)
+            normal[nearer, axis] = -np.sign(d[nearer])
         # Food: spheres resting on the floor; those outside the view are skipped.
         view = self._in_view(self.food[area], eye, forward, right, FOOD_RADIUS)
         if view.any():
@@ -162,7 +163,7 @@ class VisualFoodCollectorScene(FoodCollectorGame):
             if other != me:
                 self._agent_box(area, other, eye, height, ground, up, depth, colour, normal)
         lambert = np.clip(normal @ _LIGHT, 0.0, 1.0)
-        lit = np.isfinite(depth) & (np.abs(normal).sum(axis=1) > 0.0)
+        lit = np.isfinite(depth) & normal.any(axis=1)  # finite normals: any is abs-sum > 0
         shade = np.where(lit, _AMBIENT + (1.0 - _AMBIENT) * lambert, 1.0)
         return np.clip(np.rint(colour * shade[:, None] * 255.0), 0, 255).astype(np.uint8)
 
@@ -197,7 +198,6 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         """Draw food spheres (``spheres``: ground centres ``(m, 2)``, which are bad ``(m,)``)
         into the buffers (in place)."""
         food, bad_food = spheres
-        pixels = up.size
         relative = np.concatenate(
             [eye[None, :] - food, np.full((food.shape[0], 1), height - FOOD_RADIUS)], axis=1
         )  # (m, 3): camera minus centre
@@ -205,14 +205,21 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         b = rays @ relative.T  # (pixels, m)
         c = np.einsum("mc,mc->m", relative, relative) - FOOD_RADIUS**2
         disc = b * b - c[None, :]
+        # Only pixels whose ray meets some sphere's surface (disc >= 0, camera outside it) can
+        # show food: the others' distances are all infinite and change nothing, so the rest is
+        # computed on the few that can (the same arithmetic per pixel).
+        rows = np.flatnonzero(((disc >= 0.0) & (c[None, :] > 0.0)).any(axis=1))
+        if rows.size == 0:
+            return
+        b, disc = b[rows], disc[rows]
         t = -b - np.sqrt(np.maximum(disc, 0.0))
         t = np.where((disc >= 0.0) & (t > 0.0) & (c[None, :] > 0.0), t, np.inf)
         nearest = np.argmin(t, axis=1)
-        sphere_t = t[np.arange(pixels), nearest]
-        hit_point = rays * np.where(np.isfinite(sphere_t), sphere_t, 0.0)[:, None]
+        sphere_t = t[np.arange(rows.size), nearest]
+        hit_point = rays[rows] * np.where(np.isfinite(sphere_t), sphere_t, 0.0)[:, None]
         sphere_normal = (hit_point + relative[nearest]) / FOOD_RADIUS
         sphere_colour = np.where(bad_food[nearest][:, None], BAD_FOOD, FOOD)
-        self._keep(depth, colour, normal, sphere_t, sphere_colour, sphere_normal)
+        self._keep_rows(depth, colour, normal, rows, sphere_t, sphere_colour, sphere_normal)
 
     def _agent_box(
         self,
@@ -226,18 +233,32 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         colour: np.ndarray,
         normal: np.ndarray,
     ) -> None:
-        """Draw agent ``other``'s box into the buffers (in place)."""
+        """Draw agent ``other``'s box into the buffers (in place).
+
+        The slab test runs only on the pixels whose ray passes within the box's bounding sphere
+        (with a margin): no other ray can meet the box, and each pixel's arithmetic is the same
+        as over the whole picture.
+        """
         heading = self.heading[area, other]
         axes = np.array([[np.cos(heading), np.sin(heading)], [np.sin(heading), -np.cos(heading)]])
         half = AGENT_HALF * self.scale[area, other]
         start = eye - self.position[area, other]
-        t_near = np.full(up.shape, -np.inf)
-        t_far = np.full(up.shape, np.inf)
-        face = np.zeros((up.size, 3))
+        across_box = ground @ axes[0]
+        along_box = ground @ axes[1]
+        # The camera relative to the box's centre (half above the floor); rays are unit length.
+        centre = np.array([start[0], start[1], height - half])
+        along_ray = ground @ centre[:2] + up * centre[2]
+        reach = half * np.sqrt(3.0) + 0.01
+        rows = np.flatnonzero(centre @ centre - along_ray * along_ray <= reach * reach)
+        if rows.size == 0:
+            return
+        t_near = np.full(rows.size, -np.inf)
+        t_far = np.full(rows.size, np.inf)
+        face = np.zeros((rows.size, 3))
         slabs = [
-            (axes[0] @ start, ground @ axes[0], half, np.array([*axes[0], 0.0])),
-            (axes[1] @ start, ground @ axes[1], half, np.array([*axes[1], 0.0])),
-            (height - half, up, half, np.array([0.0, 0.0, 1.0])),  # the box spans 0 to 2 half
+            (axes[0] @ start, across_box[rows], half, np.array([*axes[0], 0.0])),
+            (axes[1] @ start, along_box[rows], half, np.array([*axes[1], 0.0])),
+            (height - half, up[rows], half, _UP),  # the box spans 0 to 2 half
         ]
         for origin, direction, extent, axis in slabs:
             safe = np.where(np.abs(direction) < 1e-12, 1e-12, direction)
@@ -249,7 +270,8 @@ class VisualFoodCollectorScene(FoodCollectorGame):
             face = np.where(entering[:, None], -np.sign(safe)[:, None] * axis[None, :], face)
             t_far = np.minimum(t_far, np.maximum(t1, t2))
         t = np.where((t_near <= t_far) & (t_near > 0.0), t_near, np.inf)
-        self._keep(depth, colour, normal, t, LOOKS[self.look[area, other]], face)
+        look = np.broadcast_to(LOOKS[self.look[area, other]], face.shape)
+        self._keep_rows(depth, colour, normal, rows, t, look, face)
 
     @staticmethod
     def _keep(
@@ -259,9 +281,29 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         t: np.ndarray,
         new_colour: np.ndarray,
         new_normal: np.ndarray,
-    ) -> None:
-        """Where ``t`` is nearer than ``depth`` (and beyond the near plane), take the new hit."""
+    ) -> np.ndarray:
+        """Where ``t`` is nearer than ``depth`` (and beyond the near plane), take the new hit:
+        one ``new_colour`` and ``new_normal`` (shape ``(3,)``) for every pixel. Returns where."""
         nearer = (t < depth) & (t >= NEAR_PLANE)
         depth[nearer] = t[nearer]
-        colour[nearer] = np.broadcast_to(new_colour, colour.shape)[nearer]
-        normal[nearer] = np.broadcast_to(new_normal, normal.shape)[nearer]
+        colour[nearer] = new_colour
+        normal[nearer] = new_normal
+        return nearer
+
+    @staticmethod
+    def _keep_rows(
+        depth: np.ndarray,
+        colour: np.ndarray,
+        normal: np.ndarray,
+        rows: np.ndarray,
+        t: np.ndarray,
+        new_colour: np.ndarray,
+        new_normal: np.ndarray,
+    ) -> None:
+        """:meth:`_keep` for pixels ``rows`` only, with a hit per row: ``t`` ``(len(rows),)``,
+        ``new_colour`` and ``new_normal`` ``(len(rows), 3)``."""
+        nearer = (t < depth[rows]) & (t >= NEAR_PLANE)
+        kept = rows[nearer]
+        depth[kept] = t[nearer]
+        colour[kept] = new_colour[nearer]
+        normal[kept] = new_normal[nearer]
