@@ -12,7 +12,7 @@ transport and without any wait for a trainer (the figure that ``--profile`` of a
 
 Printed: microseconds of CPU time per Academy step and per agent-step, and the exchanges (steps
 on which an agent reported). ``--cprofile SCENE`` also prints the top entries of a cProfile of
-that scene's steps, sorted by own time.
+that scene's steps, sorted by own time. numpy's BLAS runs on one thread, as in a game process.
 
 Usage::
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import sys
 import time
@@ -32,7 +33,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+# A game process runs numpy's BLAS on one thread (``unity_gym.PLAYER_BLAS_THREADS``, set before
+# numpy is imported, which this module cannot import first): measured the same way here. A value
+# in the environment wins.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+for _variable in BLAS_THREAD_VARIABLES:
+    os.environ.setdefault(_variable, "1")
+
+import numpy as np  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
@@ -56,7 +64,7 @@ from unity_gym.protocol.communicator_objects.unity_rl_input_pb2 import (  # noqa
     UnityRLInputProto,
 )
 
-__all__ = ["SceneTiming", "main", "prepared_replies", "time_scene"]
+__all__ = ["BLAS_THREAD_VARIABLES", "SceneTiming", "main", "prepared_replies", "time_scene"]
 
 #: Scenes timed by default: every built-in one.
 DEFAULT_SCENES = tuple(scene_names())

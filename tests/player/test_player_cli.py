@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from unity_gym import PLAYER_BLAS_THREADS
 from unity_gym.player.build import build_executable
 from unity_gym.player.errors import PlayerError
 from unity_gym.player.scenes import scene_names
@@ -73,6 +75,28 @@ def test_a_game_process_imports_neither_gymnasium_nor_pillow_it_does_not_use(
         cwd=REPO, capture_output=True, text=True, timeout=50,
     )  # fmt: skip
     assert other.returncode == 0 and other.stdout.strip() == "Unity-v0", other.stderr
+
+
+def test_a_game_process_runs_numpy_blas_on_one_thread_unless_told_otherwise() -> None:
+    """A game's matrices are small: a second BLAS thread only busy-waited beside the trainer
+    (VisualFoodCollector's CPU per step halved with one). ``python -m unity_gym.player`` sets the
+    limit before numpy is imported; a value in the environment wins."""
+
+    def blas_line(environment: dict[str, str]) -> str:
+        game = subprocess.run(
+            [sys.executable, "-m", "unity_gym.player", "--scene", "3DBall", "--max-steps", "5",
+             "-logFile", "-"],
+            cwd=REPO, capture_output=True, text=True, timeout=50, env=environment,
+        )  # fmt: skip
+        assert game.returncode == 0, game.stderr
+        lines = [line for line in game.stdout.splitlines() if "numpy BLAS threads" in line]
+        assert len(lines) == 1, game.stdout
+        return lines[0]
+
+    clean = {k: v for k, v in os.environ.items() if k not in PLAYER_BLAS_THREADS}
+    assert blas_line(clean).endswith("OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1")
+    told = {**clean, "OPENBLAS_NUM_THREADS": "2"}
+    assert blas_line(told).endswith("OPENBLAS_NUM_THREADS=2, MKL_NUM_THREADS=1")
 
 
 def test_log_to_stdout_with_profile_breakdown() -> None:

@@ -43,3 +43,13 @@ def test_player_compute_reports_each_scene() -> None:
     assert rows["3DBall"][1] == "12" and int(rows["3DBall"][2]) >= 12
     assert rows["GridWorld"][1] == "9" and int(rows["GridWorld"][2]) == 60
     assert float(rows["3DBall"][3]) > 0 and float(rows["GridWorld"][3]) > 0
+
+
+def test_player_compute_limits_blas_threads_as_a_game_process_does() -> None:
+    """The benchmark measures scenes under the BLAS thread limits that ``python -m
+    unity_gym.player`` sets (it cannot import ``unity_gym`` before numpy to read them)."""
+    from benchmarks.player_compute import BLAS_THREAD_VARIABLES
+    from unity_gym import PLAYER_BLAS_THREADS
+
+    assert set(BLAS_THREAD_VARIABLES) == set(PLAYER_BLAS_THREADS)
+    assert set(PLAYER_BLAS_THREADS.values()) == {"1"}

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
+
+from unity_gym import PLAYER_BLAS_THREADS
 
 from .connection import COMMUNICATION_VERSION
 from .errors import PlayerError
@@ -280,6 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG_ERROR
     try:
         logger.info("unity-gym-player %s", " ".join(args))
+        logger.info(
+            "numpy BLAS threads: %s",
+            ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in PLAYER_BLAS_THREADS),
+        )
         for token in unknown:
             logger.info("Ignoring unknown command-line argument %r", token)
         try:

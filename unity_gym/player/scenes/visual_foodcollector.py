@@ -32,6 +32,7 @@ Heuristic: FoodCollector's (privileged: it reads the scene's state, not the pixe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -87,6 +88,58 @@ def camera_rays(size: int = CAMERA_SIZE) -> tuple[np.ndarray, np.ndarray, np.nda
     ahead = np.ones_like(across)
     norm = np.sqrt(across**2 + up**2 + ahead**2)
     return (across / norm).ravel(), (up / norm).ravel(), (ahead / norm).ravel()
+
+
+#: The tangent of each pixel column's angle from the view's centre, left to right (and, negated,
+#: of each row's, top to bottom): the rays of :func:`camera_rays` are (tangent, 1) scaled.
+_TANGENTS = ((np.arange(CAMERA_SIZE) + 0.5) / CAMERA_SIZE * 2.0 - 1.0) * np.tan(
+    np.radians(FIELD_OF_VIEW) / 2.0
+)
+
+
+def _tangent_range(side: float, ahead: float) -> tuple[float, float] | None:
+    """The tangents ``side / ahead`` of the rays, in one plane through the camera, that pass a
+    food sphere whose centre lies ``side`` and ``ahead`` of it in that plane (None: behind).
+    A ray that meets the sphere meets its shadow on the plane, a disc of the same radius."""
+    reach = FOOD_RADIUS * 1.001 + 1e-9  # a margin for rounding
+    distance = math.hypot(side, ahead)
+    if distance <= reach:
+        return -math.inf, math.inf
+    centre = math.atan2(side, ahead)
+    spread = math.asin(reach / distance)
+    low, high = centre - spread, centre + spread
+    if low >= math.pi / 2 or high <= -math.pi / 2:
+        return None
+    return (
+        math.tan(low) if low > -math.pi / 2 else -math.inf,
+        math.tan(high) if high < math.pi / 2 else math.inf,
+    )
+
+
+def _index_range(low: float, high: float) -> slice:
+    """Columns (or rows) whose tangent lies in ``[low, high]``, widened by one on each side."""
+    start = int(np.searchsorted(_TANGENTS, low)) - 1
+    stop = int(np.searchsorted(_TANGENTS, high, side="right")) + 1
+    return slice(max(start, 0), min(stop, CAMERA_SIZE))
+
+
+def _outlined_pixels(relative: np.ndarray, forward: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Flat indices of the pixels whose rays may meet a food sphere, given each sphere's
+    camera-minus-centre ``relative`` ``(m, 3)`` and the camera's ground ``forward`` and
+    ``right``: a superset of the pixels that show food (each sphere's bounding rectangle on the
+    picture, from its shadows on the camera's horizontal and vertical planes)."""
+    mask = np.zeros((CAMERA_SIZE, CAMERA_SIZE), dtype=bool)
+    sides = (-(relative[:, :2] @ right)).tolist()
+    aheads = (-(relative[:, :2] @ forward)).tolist()
+    rises = (-relative[:, 2]).tolist()
+    for side, rise, ahead in zip(sides, rises, aheads, strict=True):
+        across = _tangent_range(side, ahead)
+        upward = _tangent_range(rise, ahead) if across is not None else None
+        if across is None or upward is None:
+            continue
+        # Rows run top to bottom: row i looks up by minus the tangent of column i.
+        mask[_index_range(-upward[1], -upward[0]), _index_range(*across)] = True
+    return np.flatnonzero(mask)
 
 
 @register_scene
@@ -155,7 +208,7 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         view = self._in_view(self.food[area], eye, forward, right, FOOD_RADIUS)
         if view.any():
             spheres = (self.food[area][view], self.is_bad[view])
-            self._spheres(spheres, eye, height, ground, up, depth, colour, normal)
+            self._spheres(spheres, eye, height, (forward, right), ground, up, depth, colour, normal)
         # The other agents: boxes turned with their headings, as tall as they are wide.
         reach = AGENT_HALF * np.sqrt(2.0) * self.scale[area]
         seen = self._in_view(self.position[area], eye, forward, right, reach)
@@ -189,6 +242,7 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         spheres: tuple[np.ndarray, np.ndarray],
         eye: np.ndarray,
         height: float,
+        frame: tuple[np.ndarray, np.ndarray],
         ground: np.ndarray,
         up: np.ndarray,
         depth: np.ndarray,
@@ -196,7 +250,7 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         normal: np.ndarray,
     ) -> None:
         """Draw food spheres (``spheres``: ground centres ``(m, 2)``, which are bad ``(m,)``)
-        into the buffers (in place)."""
+        into the buffers (in place); ``frame`` is the camera's forward and right on the ground."""
         food, bad_food = spheres
         relative = np.concatenate(
             [eye[None, :] - food, np.full((food.shape[0], 1), height - FOOD_RADIUS)], axis=1
@@ -204,14 +258,14 @@ class VisualFoodCollectorScene(FoodCollectorGame):
         rays = np.concatenate([ground, up[:, None]], axis=1)  # (pixels, 3)
         b = rays @ relative.T  # (pixels, m)
         c = np.einsum("mc,mc->m", relative, relative) - FOOD_RADIUS**2
-        disc = b * b - c[None, :]
-        # Only pixels whose ray meets some sphere's surface (disc >= 0, camera outside it) can
-        # show food: the others' distances are all infinite and change nothing, so the rest is
-        # computed on the few that can (the same arithmetic per pixel).
-        rows = np.flatnonzero(((disc >= 0.0) & (c[None, :] > 0.0)).any(axis=1))
+        # Only the pixels inside some sphere's outline (with a margin) can show food: the others'
+        # distances are all infinite and change nothing, so the rest is computed on those (the
+        # same arithmetic per pixel).
+        rows = _outlined_pixels(relative, *frame)
         if rows.size == 0:
             return
-        b, disc = b[rows], disc[rows]
+        b = b[rows]
+        disc = b * b - c[None, :]
         t = -b - np.sqrt(np.maximum(disc, 0.0))
         t = np.where((disc >= 0.0) & (t > 0.0) & (c[None, :] > 0.0), t, np.inf)
         nearest = np.argmin(t, axis=1)
