@@ -24,7 +24,7 @@ from trainers.common.checkpoints.onnx_export import export_policy
 from trainers.common.networks.lstm import LSTMMemory
 from trainers.common.spaces import ActionLayout, ObservationLayout
 from trainers.contract import BehaviorStep
-from trainers.ppo.trainer import PPOTrainer, _UpdateData
+from trainers.ppo.trainer import PPOTrainer, _UpdateData, normalized_advantages
 from trainers.settings import ConfigError, parse_run_options
 
 pytestmark = pytest.mark.timeout(240)
@@ -214,6 +214,36 @@ def test_an_update_trains_on_sequences(tmp_path: Path) -> None:
     after = list(trainer.policy.memory.parameters())  # type: ignore[union-attr]
     assert any(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
     assert 0 in trainer._critic_memories  # carried into the next rollout
+
+
+def test_the_rollout_counts_and_normalizes_padding_as_ml_agents_update_buffer(
+    tmp_path: Path,
+) -> None:
+    """ML-Agents pads each trajectory's last sequence and counts the padding: the update runs
+    once the padded buffer holds *more* than ``buffer_size`` entries, and the advantages are
+    normalized over real and padded entries (padded ones 0). In Hallway a third of the buffer
+    is padding: ML-Agents updated after about 700 real steps where this trainer waited for 1024."""
+    trainer = _recurrent_trainer(tmp_path)  # buffer_size 64, sequences of 4, horizon 6
+    _play(trainer, 9, seed=1)
+    buffer = trainer.buffers[0]
+    padded, real = buffer.num_padded, buffer.num_valid
+    assert trainer._update_size() == padded > real  # trajectories of 1 to 6 steps, some padding
+    assert trainer._update_ready() == (padded > 64)
+    first = buffer.finish(None, trainer._last_observations[0])
+    sequences = cut_sequences(first.chain_breaks, MEMORY["sequence_length"], 0, first.valid)
+    assert padded == sequences.real.size and real == sequences.real.sum() == first.num_valid
+
+    trainer._recurrent_values(first, trainer._last_observations[0])
+    estimates = [trainer._estimates(first, first.rewards[..., None])]
+    data = _UpdateData([first], estimates, torch.device("cpu"), trainer.sequence_length)
+    raw = torch.as_tensor(estimates[0][0]).reshape(-1)[data.valid_rows]
+    with_padding = np.concatenate([raw.numpy(), np.zeros(padded - real)])
+    expected = (with_padding - with_padding.mean()) / (with_padding.std() + 1e-8)
+    assert np.allclose(data.advantages[data.valid_rows].numpy(), expected[:real], atol=1e-5)
+    # without padding: the plain normalization
+    assert torch.allclose(
+        normalized_advantages(raw), (raw - raw.mean()) / (raw.std(unbiased=False) + 1e-8)
+    )
 
 
 def test_recurrent_onnx_matches_torch_over_an_episode(tmp_path: Path) -> None:

@@ -283,8 +283,9 @@ def test_an_update_waits_for_whole_trajectories(tmp_path: Path) -> None:
     history = History()
     rng = np.random.default_rng(5)
     _play(trainer, 4, history, rng, 0)
-    # 12 steps taken, but only slot 0's first episode (3 steps) has ended
-    assert trainer._update_size() == 3
+    # 12 steps taken, but only slot 0's first episode (3 steps) has ended; it counts as one
+    # whole sequence of 4, as ML-Agents' update buffer counts its padding
+    assert trainer._update_size() == 4 and trainer.buffers[0].num_valid == 3
     _play(trainer, 14, history, rng, 4)
     assert trainer.update_due
     trainer._take_update_job()()

@@ -8,7 +8,7 @@ One update, in order:
    generalized advantage estimation runs per slot, cut at episode ends, every ``time_horizon``
    steps and at the end of the rollout, bootstrapping from the value of the next observation
    unless the episode terminated (a truncated episode bootstraps from its final observation);
-2. advantages are normalized over the rollout;
+2. advantages are normalized over the rollout (with memory, its padding too: see below);
 3. ``num_epoch`` passes over shuffled minibatches of ``batch_size``: clipped surrogate loss
    with one probability ratio per action dimension and per discrete branch, value loss with
    the value change clipped to ``epsilon``, entropy bonus ``beta``; one Adam optimizer for
@@ -48,7 +48,13 @@ each step. The update then trains on sequences (:mod:`trainers.common.buffers.se
 ``batch_size // sequence_length`` sequences per minibatch (ML-Agents' ``n_sequences``), each
 starting from the memories recorded at its first step (ML-Agents' ``TorchPPOOptimizer.update``
 takes ``memory`` and ``critic_memory`` at each sequence's first step), padded steps masked out of
-the losses, steps the environment ignored left out of the sequences.
+the losses, steps the environment ignored left out of the sequences. The padding counts where
+ML-Agents counts it: the rollout closes once its completed trajectories, each padded to whole
+sequences, hold *more* than ``buffer_size`` entries (``OnPolicyTrainer._is_ready_update``
+compares the update buffer's ``num_experiences``, padding included), and the advantages are
+normalized over the real and the padded positions, the padded ones as 0 (the values
+``resequence_and_append`` pads them with). In Hallway, whose episodes last 30 to 90 decisions,
+a third of the buffer is padding: the rollout updates after about 700 real steps, not 1024.
 """
 
 from __future__ import annotations
@@ -89,7 +95,7 @@ from trainers.reward_signals import (
 from trainers.settings import PPOHyperparameters
 from unity_gym.timers import hierarchical_timer
 
-__all__ = ["PPOTrainer", "clipped_surrogate_loss", "clipped_value_loss"]
+__all__ = ["PPOTrainer", "clipped_surrogate_loss", "clipped_value_loss", "normalized_advantages"]
 
 logger = logging.getLogger("trainers")
 
@@ -230,7 +236,10 @@ class PPOTrainer(PolicyTrainer):
                 buffer = self.buffers.get(step.group)
                 if buffer is None:
                     buffer = RolloutBuffer(
-                        self.settings.time_horizon, len(step.valid), carry_open=self.recurrent
+                        self.settings.time_horizon,
+                        len(step.valid),
+                        carry_open=self.recurrent,
+                        sequence_length=self.sequence_length,
                     )
                     self.buffers[step.group] = buffer
                 buffer.add_decision(
@@ -300,10 +309,16 @@ class PPOTrainer(PolicyTrainer):
     # -- learning --------------------------------------------------------------------------
 
     def _update_ready(self) -> bool:
+        if self.recurrent:  # ML-Agents: num_experiences > buffer_size, padding included
+            return self._update_size() > self.hyper.buffer_size
         return self._update_size() >= self.hyper.buffer_size
 
     def _update_size(self) -> int:
-        """Agent steps in the rollout."""
+        """Agent steps in the rollout; with memory, as ML-Agents' update buffer counts them:
+        each completed trajectory padded to whole sequences (``OnPolicyTrainer._is_ready_update``
+        compares ``num_experiences``, padding included, with ``buffer_size``)."""
+        if self.recurrent:
+            return sum(buffer.num_padded for buffer in self.buffers.values())
         return sum(buffer.num_valid for buffer in self.buffers.values())
 
     def _take_update_job(self) -> Callable[[], None]:
@@ -610,6 +625,22 @@ class PPOTrainer(PolicyTrainer):
         return torch.stack([policy_loss.abs(), value_loss, entropy]).detach().cpu()
 
 
+def normalized_advantages(advantages: torch.Tensor, padding: int = 0) -> torch.Tensor:
+    """``advantages`` minus their mean, over their standard deviation (plus 1e-8).
+
+    With ``padding`` (a recurrent policy's padded sequence positions), the mean and deviation
+    are taken as ML-Agents takes them: over the update buffer with its padding, whose advantages
+    are 0 (``OnPolicyTrainer._update_policy`` normalizes ``BufferKey.ADVANTAGES`` after
+    ``resequence_and_append`` padded each trajectory's last sequence with zeros).
+    """
+    if padding == 0:
+        return (advantages - advantages.mean()) / (advantages.std(unbiased=False) + 1e-8)
+    count = advantages.numel() + padding
+    mean = advantages.sum() / count
+    variance = (((advantages - mean) ** 2).sum() + padding * mean**2) / count
+    return (advantages - mean) / (variance.sqrt() + 1e-8)
+
+
 def clipped_surrogate_loss(
     log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor, epsilon: float
 ) -> torch.Tensor:
@@ -712,10 +743,6 @@ class _UpdateData:
         )
         self.returns = flat([returns for _, returns in estimates])
         self.advantages = flat([advantages for advantages, _ in estimates])
-        valid_advantages = self.advantages[self.valid_rows]
-        self.advantages[self.valid_rows] = (valid_advantages - valid_advantages.mean()) / (
-            valid_advantages.std(unbiased=False) + 1e-8
-        )
         self.sequences: Sequences | None = None
         self.memories: torch.Tensor | None = None
         self.critic_memories: torch.Tensor | None = None
@@ -734,6 +761,10 @@ class _UpdateData:
             self.sequence_rows = torch.as_tensor(self.sequences.rows, device=device)
             counted = self.sequences.real & valid[self.sequences.rows]
             self.sequence_counted = torch.as_tensor(counted, device=device)
+        padding = 0 if self.sequences is None else int((~self.sequences.real).sum())
+        self.advantages[self.valid_rows] = normalized_advantages(
+            self.advantages[self.valid_rows], padding
+        )
         valid_values = self.values[self.valid_rows]
         #: The mean value estimate of every head (one entry with a single head).
         self.mean_values: list[float] = (

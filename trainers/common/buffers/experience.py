@@ -166,6 +166,8 @@ class RolloutBuffer:
     time_horizon: int
     num_slots: int
     carry_open: bool = False
+    #: Steps per training sequence of a recurrent policy (:attr:`num_padded`).
+    sequence_length: int = 1
     _steps: dict[str, list[Any]] = field(default_factory=dict)
     _since_cut: np.ndarray = field(init=False)
     _valid_count: int = 0
@@ -173,6 +175,8 @@ class RolloutBuffer:
     _start: np.ndarray = field(init=False)
     #: Valid steps of the trajectories completed since the last rollout (``carry_open``).
     _closed_valid: int = 0
+    #: The same rounded up to whole sequences per trajectory (``carry_open``).
+    _closed_padded: int = 0
 
     def __post_init__(self) -> None:
         self._since_cut = np.zeros(self.num_slots, dtype=np.int64)
@@ -189,12 +193,22 @@ class RolloutBuffer:
         self._steps = {name: [] for name in names}
         self._valid_count = 0
         self._closed_valid = 0
+        self._closed_padded = 0
 
     @property
     def num_valid(self) -> int:
         """Usable agent steps the next rollout would hold: all recorded so far, or with
         ``carry_open`` those of the trajectories completed since the last rollout."""
         return self._closed_valid if self.carry_open else self._valid_count
+
+    @property
+    def num_padded(self) -> int:
+        """With ``carry_open``: the entries ML-Agents' update buffer would hold for the
+        trajectories completed since the last rollout, each trajectory's valid steps rounded up
+        to whole sequences of :attr:`sequence_length` (``AgentBuffer.resequence_and_append``
+        pads the last sequence; ``num_experiences`` counts the padding). Otherwise
+        :attr:`num_valid`."""
+        return self._closed_padded if self.carry_open else self._valid_count
 
     @property
     def num_steps(self) -> int:
@@ -281,7 +295,10 @@ class RolloutBuffer:
         self._since_cut += valid
         cut = (self._since_cut >= self.time_horizon) & ~done
         if self.carry_open:
-            self._closed_valid += int(self._since_cut[done | cut].sum())
+            closed = self._since_cut[done | cut]
+            self._closed_valid += int(closed.sum())
+            length = self.sequence_length
+            self._closed_padded += int((-(-closed // length) * length).sum())
         self._since_cut[done | cut] = 0
         final_values = np.asarray(truncation_values, dtype=np.float32)
         first = final_values if final_values.ndim == 1 else final_values[:, 0]
