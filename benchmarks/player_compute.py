@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# A game process runs numpy's BLAS on one thread (``unity_gym.PLAYER_BLAS_THREADS``, set before
-# numpy is imported, which this module cannot import first): measured the same way here. A value
-# in the environment wins.
+# A game process runs numpy's BLAS on one thread (``unity_gym.player_process.PLAYER_BLAS_THREADS``,
+# set before numpy is imported; importing ``unity_gym`` here would import numpy first): measured the
+# same way here. A value in the environment wins.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 for _variable in BLAS_THREAD_VARIABLES:
     os.environ.setdefault(_variable, "1")

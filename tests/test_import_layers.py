@@ -27,11 +27,12 @@ import unity_gym
 
 PACKAGE = Path(unity_gym.__file__).resolve().parent
 
-FOUNDATION = {"exceptions", "version", "protocol", "temp_files", "timers"}
+FOUNDATION = {"exceptions", "version", "protocol", "temp_files", "timers", "player_process"}
 PARTS = FOUNDATION | {"base_env", "side_channels", "launcher", "behavior_names"}
 CODECS = PARTS | {"decoding", "communicator", "spaces"}
 BRIDGE = CODECS | {"environment", "demo"}
 PLAYER_USES = {
+    "player_process",
     "exceptions",
     "protocol",
     "side_channels",
@@ -47,6 +48,7 @@ FRONT_BASE = GAME | {"game"}
 
 ALLOWED: dict[str, set[str]] = {
     "exceptions": set(),
+    "player_process": set(),
     "version": set(),
     "protocol": set(),
     "temp_files": set(),

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
+from unity_gym.player_process import limit_player_threads, runs_the_player
 from unity_gym.version import __version__
 
 # Games are launched with fork+exec while gRPC threads may be running. gRPC's fork handlers then
@@ -102,26 +102,8 @@ if TYPE_CHECKING:
     from unity_gym.gym_env import UnityGymEnv
 
 
-def _runs_the_player() -> bool:
-    """Whether this interpreter was started as ``python -m unity_gym.player`` (or the
-    ``unity-gym-player`` script): a game process,
-    which never makes Gymnasium envs, so it skips registering them (and importing Gymnasium,
-    about a seventh of a game's start-up CPU) and runs numpy's BLAS on one thread
-    (:data:`PLAYER_BLAS_THREADS`)."""
-    argv = getattr(sys, "orig_argv", [])
-    if len(argv) > 1 and os.path.basename(argv[1]) == "unity-gym-player":  # the console script
-        return True
-    return any(argv[i : i + 2] == ["-m", "unity_gym.player"] for i in range(1, len(argv) - 1))
-
-
-#: Thread limits a game process sets for numpy's BLAS before numpy is imported (a user's value
-#: wins). A game's matrices are small (a camera's 7056 rays at most): a second BLAS thread only
-#: busy-waits beside the trainer, which doubled VisualFoodCollector's CPU per step on 2 cores.
-PLAYER_BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-if _runs_the_player():
-    for _variable, _value in PLAYER_BLAS_THREADS.items():
-        os.environ.setdefault(_variable, _value)
+if runs_the_player():
+    limit_player_threads()
 else:
     from unity_gym.registration import register_envs as _register_envs
 

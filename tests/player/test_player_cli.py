@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from unity_gym import PLAYER_BLAS_THREADS
 from unity_gym.player.build import build_executable
 from unity_gym.player.errors import PlayerError
 from unity_gym.player.scenes import scene_names
+from unity_gym.player_process import PLAYER_BLAS_THREADS
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -49,7 +49,7 @@ def test_player_compute_limits_blas_threads_as_a_game_process_does() -> None:
     """The benchmark measures scenes under the BLAS thread limits that ``python -m
     unity_gym.player`` sets (it cannot import ``unity_gym`` before numpy to read them)."""
     from benchmarks.player_compute import BLAS_THREAD_VARIABLES
-    from unity_gym import PLAYER_BLAS_THREADS
+    from unity_gym.player_process import PLAYER_BLAS_THREADS
 
     assert set(BLAS_THREAD_VARIABLES) == set(PLAYER_BLAS_THREADS)
     assert set(PLAYER_BLAS_THREADS.values()) == {"1"}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from unity_gym import PLAYER_BLAS_THREADS
+from unity_gym.player_process import PLAYER_BLAS_THREADS
 
 from .connection import COMMUNICATION_VERSION
 from .errors import PlayerError
