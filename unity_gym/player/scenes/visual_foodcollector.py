@@ -54,7 +54,7 @@ from .foodcollector import (
 )
 from .registry import register_scene
 
-__all__ = ["CAMERA_SIZE", "VisualFoodCollectorScene", "camera_rays"]
+__all__ = ["CAMERA_SIZE", "VisualFoodCollectorScene", "camera_rays", "pixel_tangents"]
 
 CAMERA_SIZE = 84
 FIELD_OF_VIEW = 60.0
@@ -79,22 +79,25 @@ _ZERO = np.zeros(3)
 assert (LOOK_NORMAL, LOOK_POISONED, LOOK_SATIATED, LOOK_FROZEN) == (0, 1, 2, 3)
 
 
+def pixel_tangents(size: int = CAMERA_SIZE) -> np.ndarray:
+    """The tangent of each pixel column's angle from the view's centre, left to right (and,
+    negated, of each row's, top to bottom), ``(size,)``."""
+    half = np.tan(np.radians(FIELD_OF_VIEW) / 2.0)
+    return ((np.arange(size) + 0.5) / size * 2.0 - 1.0) * half
+
+
 def camera_rays(size: int = CAMERA_SIZE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pixel directions of a level camera in its own frame, ``(size * size,)`` each: how far
-    right, up and ahead (row 0 at the top, column 0 on the left), unit length."""
-    half = np.tan(np.radians(FIELD_OF_VIEW) / 2.0)
-    steps = ((np.arange(size) + 0.5) / size * 2.0 - 1.0) * half
+    right, up and ahead (row 0 at the top, column 0 on the left), unit length: the directions
+    (tangent, -row tangent, 1) of :func:`pixel_tangents`, normalized."""
+    steps = pixel_tangents(size)
     across, up = np.meshgrid(steps, -steps)
     ahead = np.ones_like(across)
     norm = np.sqrt(across**2 + up**2 + ahead**2)
     return (across / norm).ravel(), (up / norm).ravel(), (ahead / norm).ravel()
 
 
-#: The tangent of each pixel column's angle from the view's centre, left to right (and, negated,
-#: of each row's, top to bottom): the rays of :func:`camera_rays` are (tangent, 1) scaled.
-_TANGENTS = ((np.arange(CAMERA_SIZE) + 0.5) / CAMERA_SIZE * 2.0 - 1.0) * np.tan(
-    np.radians(FIELD_OF_VIEW) / 2.0
-)
+_TANGENTS = pixel_tangents()
 
 
 def _tangent_range(side: float, ahead: float) -> tuple[float, float] | None:
