@@ -317,9 +317,7 @@ class PPOTrainer(PolicyTrainer):
         """Agent steps in the rollout; with memory, as ML-Agents' update buffer counts them:
         each completed trajectory padded to whole sequences (``OnPolicyTrainer._is_ready_update``
         compares ``num_experiences``, padding included, with ``buffer_size``)."""
-        if self.recurrent:
-            return sum(buffer.num_padded for buffer in self.buffers.values())
-        return sum(buffer.num_valid for buffer in self.buffers.values())
+        return sum(buffer.num_padded for buffer in self.buffers.values())
 
     def _take_update_job(self) -> Callable[[], None]:
         self._absorb_observations()
