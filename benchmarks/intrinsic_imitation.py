@@ -9,7 +9,12 @@ each on its own game) in this one invocation, on the same headless player and se
   ``trainers/configs/Pyramids_ppo.yaml``), the same with ``PyramidsRND.yaml``'s ``rnd`` signal in
   place of curiosity, and the same with the extrinsic reward only, each for ``--pyramids-steps``
   agent steps. Printed: the mean reward of the last summaries (goal: both intrinsic variants
-  clearly above extrinsic only, by at least 0.1).
+  clearly above extrinsic only, by at least 0.1). With ``--mlagents-learn`` the official
+  ``mlagents-learn`` 1.1.0 then trains the RND and the curiosity variant on the same seed and one
+  Pyramids executable (runs ``pyramids-rnd-mlagents-learn`` and
+  ``pyramids-curiosity-mlagents-learn``, continued as the others are); their mean rewards are
+  printed beside ours, for information: they tell "our trainer learns it" from "it is learnable
+  at this budget".
 * ``pushblock``: ML-Agents' ``config/imitation/PushBlock.yaml`` (GAIL + behavioral cloning from
   Unity's ``ExpertPushBlock.demo`` in ``../shared/data/demos``) against the same file without
   ``gail`` and ``behavioral_cloning``, each for at most ``--pushblock-steps`` steps. Printed: the
@@ -36,7 +41,7 @@ Usage::
     python -m benchmarks.intrinsic_imitation [--only pyramids|pushblock|speed ...]
         [--pyramids-steps 300000] [--pushblock-steps 300000] [--pushblock-target 4]
         [--target 0.0] [--time-limit 1800] [--seeds 1 2 3 | --seed 1] [--tail 3]
-        [--concurrent] [--workdir DIR]
+        [--concurrent] [--mlagents-learn] [--workdir DIR]
 
 ``--seeds 1 2 3`` runs every chosen part once per seed, each seed in ``<workdir>/seed<N>``
 (``--seed N``: one seed), and prints each figure per seed with its median, its worst seed and
@@ -64,6 +69,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.mlagents_learn_3dball import parse_summaries  # noqa: E402
+from benchmarks.peer_venv import PeerUnavailableError  # noqa: E402
 from benchmarks.seeds import Figure, Goal  # noqa: E402
 from benchmarks.trainer_runs import (  # noqa: E402
     add_common_arguments,
@@ -71,6 +77,7 @@ from benchmarks.trainer_runs import (  # noqa: E402
     race_mlagents_learn,
     run_parts,
     train_all,
+    train_mlagents_learn,
     with_max_steps,
 )
 
@@ -168,10 +175,34 @@ def pyramids(args: argparse.Namespace, workdir: Path) -> list[Figure]:
         f"  goal: curiosity and RND clearly above extrinsic only -> {'met' if met else 'not met'}"
     )
     margin = min(rewards["curiosity"][0], rewards["rnd"][0]) - base
-    return [
+    figures = [
         Figure("Pyramids intrinsic minus extrinsic (the lower of the two)", margin, Goal(0.1)),
         *(Figure(f"Pyramids {name} reward", reward) for name, (reward, _) in rewards.items()),
     ]
+    if args.mlagents_learn:
+        figures += _pyramids_mlagents_learn(args, workdir, variants)
+    return figures
+
+
+def _pyramids_mlagents_learn(
+    args: argparse.Namespace, workdir: Path, variants: dict[str, dict[str, Any]]
+) -> list[Figure]:
+    """``--mlagents-learn``: the official ``mlagents-learn`` trains the RND variant, then the
+    curiosity one, on the same seed (runs ``pyramids-<variant>-mlagents-learn``); their mean
+    rewards are figures for information (no goal). No figures (the reason printed) without the
+    reference peer venv."""
+    figures = []
+    for variant in ("rnd", "curiosity"):
+        name = f"pyramids-{variant}-mlagents-learn"
+        try:
+            output = train_mlagents_learn(variants[variant], "Pyramids", name, workdir, args.seed)
+        except PeerUnavailableError as error:
+            print(f"\nPyramids: mlagents-learn not run, reference peer unavailable: {error}")
+            return figures
+        reward, count = mean_of_last(output, "Pyramids", args.tail)
+        print(f"  mlagents-learn {variant:10s} mean reward (last {count}) {reward:+.3f}")
+        figures.append(Figure(f"Pyramids {variant} reward (mlagents-learn)", reward))
+    return figures
 
 
 def pushblock(args: argparse.Namespace, workdir: Path) -> list[Figure] | None:
@@ -226,6 +257,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pushblock-steps", type=int, default=300_000)
     parser.add_argument("--pushblock-target", type=float, default=4.0)
     parser.add_argument("--target", type=float, default=0.0, help="Pyramids reward (speed)")
+    parser.add_argument(
+        "--mlagents-learn",
+        action="store_true",
+        help=(
+            "pyramids: also train the RND and curiosity variants with mlagents-learn 1.1.0 "
+            "(reference peer venv) on the same seed"
+        ),
+    )
     args = parser.parse_args(argv)
     return run_parts(
         {"pyramids": pyramids, "pushblock": pushblock, "speed": speed}, args, "intrinsic-imitation-"

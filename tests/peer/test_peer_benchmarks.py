@@ -225,3 +225,31 @@ def test_hallway_memory_trains_with_mlagents_learn_on_the_same_seed(
     table = out[out.index("part hallway (seeds 2)") :].splitlines()
     theirs = [line for line in table if "(mlagents-learn)" in line]
     assert len(theirs) == 2 and all(line.rstrip().endswith("(no goal)") for line in theirs)
+
+
+@pytest.mark.timeout(300)
+def test_pyramids_intrinsic_variants_train_with_mlagents_learn_on_the_same_seed(
+    peer_python: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.intrinsic_imitation import main
+
+    main(
+        ["--only", "pyramids", "--seed", "2", "--pyramids-steps", "2000", "--mlagents-learn",
+         "--workdir", str(tmp_path)]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    run = tmp_path / "seed2"
+    for variant, signal in (("rnd", "rnd"), ("curiosity", "curiosity")):
+        name = f"pyramids-{variant}-mlagents-learn"
+        assert (run / "results" / name / "Pyramids.onnx").is_file(), out[-3000:]
+        settings = json.loads((run / f"{name}.settings.json").read_text("utf-8"))
+        assert settings["trainer"] == "mlagents-learn" and settings["seed"] == 2
+        # the same variant ours trained: the same reward signals, the same settings
+        ours = json.loads((run / f"pyramids-{variant}.settings.json").read_text("utf-8"))
+        assert settings["config"] == ours["config"]
+        assert signal in settings["config"]["behaviors"]["Pyramids"]["reward_signals"]
+    assert out.count("$ mlagents-learn") == 2 and "--seed 2" in out
+    assert "mlagents-learn rnd        mean reward" in out
+    table = out[out.index("part pyramids (seeds 2)") :].splitlines()
+    theirs = [line for line in table if "(mlagents-learn)" in line]
+    assert len(theirs) == 2 and all(line.rstrip().endswith("(no goal)") for line in theirs)
