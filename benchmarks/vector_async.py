@@ -18,13 +18,17 @@ Run from the repository root::
     .venv/bin/python -m benchmarks.vector_async --processes 32 --step-time 0.1 --seconds 8
 
 Prints one line per contender and setting, then the ratios of ``unity-async`` to the others
-(goals: >= 1.8x under jitter, >= 1.0x without).
+(goals: >= 1.8x under jitter, >= 1.0x without). ``--cpu-split`` (Linux) adds, per contender, the
+CPU that the main process, the players and the workers (or the peers' subprocesses) spent per
+agent-step over the measured seconds, read from ``/proc``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -43,14 +47,74 @@ def _single_agent_env(scene_options: dict[str, Any]) -> Any:
     return gym.make("unity_gym:Unity-v0", scene="Stress", scene_options=scene_options)
 
 
+#: ``--cpu-split``: print where each contender's CPU went (set by :func:`main`).
+CPU_SPLIT = False
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads) from ``/proc``; 0 when
+    it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Every process below ``pid``, as ``{pid: "player" | "worker"}`` (a player runs
+    ``unity_gym.player``; the rest are the workers or subprocesses that hold the games)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                parents.setdefault(parent, []).append(int(entry))
+    kinds: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+                    command = cmdline.read()
+                kinds[child] = "player" if b"unity_gym.player" in command else "worker"
+            todo.append(child)
+    return kinds
+
+
+def _print_cpu_split(
+    before: dict[int, float], kinds: dict[int, str], steps: int, wall: float
+) -> None:
+    """``--cpu-split``: CPU per agent-step of this process, the players and the workers."""
+    me = os.getpid()
+    used = {pid: _process_cpu_seconds(pid) - start for pid, start in before.items()}
+    groups = {"main process": [used[me]]}
+    for pid, kind in kinds.items():
+        groups.setdefault(f"{kind}s", []).append(used[pid])
+    parts = [
+        f"{name} ({len(values)}) {sum(values) / steps * 1e6:.0f} us"
+        + (f" = {values[0] / wall:.2f} of a core" if name == "main process" else "")
+        for name, values in groups.items()
+    ]
+    total = sum(sum(values) for values in groups.values()) / steps * 1e6
+    print(f"    CPU per agent-step: {'; '.join(parts)}; total {total:.0f} us", flush=True)
+
+
 def _timed_loop(step: Callable[[], int], seconds: float, warmup: int = 10) -> float:
-    """Agent-steps per second of ``step`` (which returns the agent-steps it did)."""
+    """Agent-steps per second of ``step`` (which returns the agent-steps it did); with
+    :data:`CPU_SPLIT`, also prints the CPU that each kind of process spent per agent-step."""
     for _ in range(warmup):
         step()
+    kinds = _descendants(os.getpid()) if CPU_SPLIT else {}
+    before = {pid: _process_cpu_seconds(pid) for pid in [os.getpid(), *kinds]}
     done = 0
     start = time.perf_counter()
     while (elapsed := time.perf_counter() - start) < seconds:
         done += step()
+    if CPU_SPLIT:
+        _print_cpu_split(before, kinds, done, elapsed)
     return done / elapsed
 
 
@@ -174,8 +238,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--contenders", nargs="+", default=list(CONTENDERS), choices=list(CONTENDERS)
     )
+    parser.add_argument(
+        "--cpu-split",
+        action="store_true",
+        help="also print the CPU per agent-step of the main process, the players and the "
+        "workers (Linux: read from /proc)",
+    )
     args = parser.parse_args(argv)
-    goals = {0.0: 1.0, args.jitter: 1.8}
+    global CPU_SPLIT
+    CPU_SPLIT = args.cpu_split
+    goals = {0.0: 1.0} if args.jitter == 0 else {0.0: 1.0, args.jitter: 1.8}
     met = True
     summary = []
     for jitter, goal in goals.items():

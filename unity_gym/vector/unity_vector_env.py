@@ -559,15 +559,19 @@ class UnityVectorEnv(VectorEnv):
             if env_ids is None
             else np.asarray(env_ids, dtype=np.int64).reshape(-1)
         )
-        if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
-            raise ValueError(f"env_ids must be in [0, {self.num_envs}), got {ids.tolist()}.")
-        if len(np.unique(ids)) != len(ids):
-            raise ValueError(f"env_ids must not repeat, got {ids.tolist()}.")
-        workers = np.unique(ids // self.agents_per_process).tolist()
+        # Plain Python on the id list: a few ids per call (one game's) is the common case, where
+        # numpy's per-call overhead (unique sorts, reductions) would cost more than the step.
+        id_list = ids.tolist()
+        if id_list and (min(id_list) < 0 or max(id_list) >= self.num_envs):
+            raise ValueError(f"env_ids must be in [0, {self.num_envs}), got {id_list}.")
+        if len(set(id_list)) != len(id_list):
+            raise ValueError(f"env_ids must not repeat, got {id_list}.")
+        k = self.agents_per_process
+        workers = sorted({i // k for i in id_list})
         self._refuse_unusable(workers)
         busy = [w for w in workers if self._in_flight[w] is not None or w in self._ready]
         if busy:
-            stuck = [i for i in ids.tolist() if i // self.agents_per_process in busy]
+            stuck = [i for i in id_list if i // k in busy]
             raise ValueError(
                 f"env_ids {stuck} belong to games that are still running or whose results "
                 "were not received; send actions only for the env_ids returned by recv()."
@@ -733,7 +737,7 @@ class UnityVectorEnv(VectorEnv):
                 in that game and the Unity agent id it drives.
         """
         continuous = actions.continuous
-        if not continuous.size:
+        if not continuous.size or np.isfinite(continuous).all():
             return
         bad_rows = np.flatnonzero(~np.isfinite(continuous).all(axis=1)).tolist()
         if not bad_rows:
@@ -866,9 +870,14 @@ class UnityVectorEnv(VectorEnv):
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Copy the results of ``workers`` (in that order) out of the buffers."""
         replies = [self._ready.pop(worker) for worker in workers]
-        ids = np.concatenate([np.arange(self._rows[w].start, self._rows[w].stop) for w in workers])
-        contiguous = bool(ids.size) and np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
-        index: slice | np.ndarray = slice(int(ids[0]), int(ids[-1]) + 1) if contiguous else ids
+        rows = [self._rows[w] for w in workers]
+        index: slice | np.ndarray
+        if all(after.start == before.stop for before, after in itertools.pairwise(rows)):
+            index = slice(rows[0].start, rows[-1].stop)  # consecutive games: views, no gather
+            ids = np.arange(index.start, index.stop)
+        else:
+            ids = np.concatenate([np.arange(row.start, row.stop) for row in rows])
+            index = ids
         buffers = self._buffers
         obs = self._gather(OBS_PREFIX, index)
         rewards = np.array(buffers["reward"][index], dtype=np.float64)
