@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
-from collections.abc import Sequence
+import pickle
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import cloudpickle
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -16,6 +20,7 @@ from unity_gym.vector.autoreset import AgentSlots, Routing
 from unity_gym.vector.buffers import BufferLayout, StepBuffers
 from unity_gym.vector.faults import RestartPolicy, RestartTracker
 from unity_gym.vector.game_worker import select_behavior
+from unity_gym.vector.messages import RequestKind, WorkerReply, WorkerRequest
 from unity_gym.vector.planning import check_slot_count, plan_processes
 
 
@@ -320,3 +325,35 @@ def test_a_game_with_several_behaviors_needs_a_choice() -> None:
     with pytest.raises(UnityEnvironmentException, match="not a behavior of this game") as error:
         select_behavior(teams, "Soccer")
     assert not isinstance(error.value, UnityMultipleBehaviorsException)
+
+
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
+def test_worker_messages_keep_every_field_through_pickling(dumps: Callable[[Any], bytes]) -> None:
+    """Requests and replies pickle as their field values (pipes: pickle; Ray: cloudpickle)."""
+    layout = BufferLayout.for_spaces(
+        2, spaces.Box(-1, 1, (3,)), with_final_obs=False, continuous_size=2, discrete_size=0
+    )
+    request = WorkerRequest(
+        kind=RequestKind.ATTACH, seq=7, seed=3, continuous=np.ones((2, 2), np.float32),
+        layout=layout, shared_name="block", row_offset=4, env_params={"wall": 2.0},
+    )  # fmt: skip
+    reply = WorkerReply(
+        worker=1, seq=7, kind=RequestKind.STEP, restart_reason="crashed", game_pid=99,
+        events=[(30, "restarted")], timer_tree={"name": "root"}, rows={"reward": np.ones(2)},
+        stats={"Goal": [(1.0, 0)]}, error=ValueError("bad"),
+    )  # fmt: skip
+    for message in (request, reply, WorkerRequest(kind=RequestKind.STEP, seq=8)):
+        copy = pickle.loads(dumps(message))
+        assert type(copy) is type(message)
+        for spec in dataclasses.fields(message):
+            ours, theirs = getattr(message, spec.name), getattr(copy, spec.name)
+            if isinstance(ours, np.ndarray):
+                np.testing.assert_array_equal(theirs, ours)
+            elif spec.name == "rows":
+                assert ours.keys() == theirs.keys()
+                for name, values in ours.items():
+                    np.testing.assert_array_equal(theirs[name], values)
+            elif isinstance(ours, BaseException):
+                assert type(theirs) is type(ours) and theirs.args == ours.args
+            else:
+                assert theirs == ours, spec.name
