@@ -6,8 +6,9 @@ Three parts, each running its contenders one after another (``--concurrent``: at
 each on its own game) in this one invocation, on the same headless player and seed:
 
 * ``pyramids``: ML-Agents' ``config/ppo/Pyramids.yaml`` (curiosity; bundled as
-  ``trainers/configs/Pyramids_ppo.yaml``), the same with ``PyramidsRND.yaml``'s ``rnd`` signal in
-  place of curiosity, and the same with the extrinsic reward only, each for ``--pyramids-steps``
+  ``trainers/configs/Pyramids_ppo.yaml``), its ``PyramidsRND.yaml`` (the same with the ``rnd``
+  signal in place of curiosity and without ``threaded``: :func:`pyramids_variants`), and the
+  curiosity config with the extrinsic reward only, each for ``--pyramids-steps``
   agent steps. Printed: the mean reward of the last summaries (goal: both intrinsic variants
   clearly above extrinsic only, by at least 0.1). With ``--mlagents-learn`` the official
   ``mlagents-learn`` 1.1.0 then trains the RND and the curiosity variant on the same seed and one
@@ -96,15 +97,23 @@ RND_SIGNAL = {
 
 
 def pyramids_variants(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The curiosity config, its RND variant and its extrinsic-only variant."""
+    """The curiosity config, its RND variant and its extrinsic-only variant.
+
+    The RND variant is ML-Agents' ``config/ppo/PyramidsRND.yaml`` (apart from the budget): the
+    curiosity config with the ``rnd`` signal in place of ``curiosity`` and without
+    ``Pyramids.yaml``'s ``threaded: true`` (``PyramidsRND.yaml`` leaves it at its default,
+    false). The extrinsic-only variant is the curiosity config without the curiosity signal.
+    """
     variants: dict[str, dict[str, Any]] = {}
     for name, extra in (("curiosity", None), ("rnd", RND_SIGNAL), ("extrinsic", {})):
         out = yaml.safe_load(yaml.safe_dump(config))
-        signals = out["behaviors"]["Pyramids"]["reward_signals"]
+        behavior = out["behaviors"]["Pyramids"]
+        signals = behavior["reward_signals"]
         if extra is not None:
             signals.pop("curiosity")
             if extra:
                 signals["rnd"] = dict(extra)
+                behavior.pop("threaded", None)
         variants[name] = out
     return variants
 
