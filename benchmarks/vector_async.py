@@ -6,6 +6,8 @@ with ``jitter`` (each step takes ``step_time * U(1 - jitter, 1 + jitter)``):
 
 * ``unity-async``: :class:`unity_gym.vector.UnityVectorEnv`, EnvPool-style ``send``/``recv``
   with ``batch_size`` = one game, so a slow game never holds the others back;
+* ``unity-async-threads``: the same with ``backend="inprocess"``: the workers are threads of
+  this process, one hop (a pipe and a process) fewer per exchange, all of them under one GIL;
 * ``unity-lockstep``: the same env through ``step()`` (waits for every game);
 * ``gym-async``: ``gymnasium.vector.AsyncVectorEnv`` over ``gymnasium.make("Unity-v0",
   scene="Stress", ...)`` (the single-agent env, one game each);
@@ -118,8 +120,10 @@ def _timed_loop(step: Callable[[], int], seconds: float, warmup: int = 10) -> fl
     return done / elapsed
 
 
-def unity_async(processes: int, scene_options: dict[str, Any], seconds: float) -> float:
-    """UnityVectorEnv with send/recv, one game per batch."""
+def unity_async(
+    processes: int, scene_options: dict[str, Any], seconds: float, backend: str = "subprocess"
+) -> float:
+    """UnityVectorEnv with send/recv, one game per batch, workers on ``backend``."""
     from unity_gym.vector import UnityVectorEnv
 
     env = UnityVectorEnv(
@@ -128,6 +132,7 @@ def unity_async(processes: int, scene_options: dict[str, Any], seconds: float) -
         scene="Stress",
         scene_options=scene_options,
         batch_size=1,
+        backend=backend,
     )
     try:
         env.reset()
@@ -205,6 +210,7 @@ def sb3_subproc(processes: int, scene_options: dict[str, Any], seconds: float) -
 
 CONTENDERS: dict[str, Contender] = {
     "unity-async": unity_async,
+    "unity-async-threads": functools.partial(unity_async, backend="inprocess"),
     "unity-lockstep": unity_lockstep,
     "gym-async": gym_async,
     "sb3-subproc": sb3_subproc,
@@ -236,7 +242,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jitter", type=float, default=1.0, help="relative jitter of the run")
     parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
     parser.add_argument(
-        "--contenders", nargs="+", default=list(CONTENDERS), choices=list(CONTENDERS)
+        "--contenders",
+        nargs="+",
+        default=[name for name in CONTENDERS if name != "unity-async-threads"],
+        choices=list(CONTENDERS),
+        help="default: all but unity-async-threads",
     )
     parser.add_argument(
         "--cpu-split",
