@@ -200,7 +200,7 @@ def _pyramids_mlagents_learn(
     curiosity one, on the same seed (runs ``pyramids-<variant>-mlagents-learn``); their mean
     rewards are figures for information (no goal). No figures (the reason printed) without the
     reference peer venv."""
-    figures = []
+    figures: list[Figure] = []
     for variant in ("rnd", "curiosity"):
         name = f"pyramids-{variant}-mlagents-learn"
         try:

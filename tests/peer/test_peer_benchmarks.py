@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -184,14 +185,11 @@ def test_tennis_trains_with_mlagents_learn_on_the_same_seed_and_plays_its_onnx(
     run = tmp_path / "seed3"
     assert (run / "results" / "tennis" / "Tennis.onnx").is_file(), out[-3000:]
     # The official exporter's file, played by the same evaluation as ours.
-    assert (run / "results" / "tennis-mlagents-learn" / "Tennis.onnx").is_file(), out[-3000:]
-    assert "$ mlagents-learn" in out and "--seed 3" in out
+    _mlagents_learn_run(out, run, "tennis-mlagents-learn", 3)
     # Both learn from as many courts: the executable's stock 18, which unity-train asks for.
     for name in ("tennis", "tennis-mlagents-learn"):
         log = (run / "results" / name / "run_logs" / "Player-0.log").read_text("utf-8")
         assert "36 agents in 18 areas" in log, f"{name}: {log[:2000]}"
-    settings = json.loads((run / "tennis-mlagents-learn.settings.json").read_text("utf-8"))
-    assert settings["trainer"] == "mlagents-learn" and settings["seed"] == 3
     assert out.count("trained (deterministic actions) vs random, 2 points: win rate") == 2
     table = out[out.index("part tennis (seeds 3)") :].splitlines()
     theirs = next(line for line in table if "(mlagents-learn)" in line)
@@ -211,20 +209,30 @@ def test_hallway_memory_trains_with_mlagents_learn_on_the_same_seed(
          "--workdir", str(tmp_path)]
     )  # fmt: skip
     out = capsys.readouterr().out
-    run = tmp_path / "seed2"
-    assert (run / "results" / "hallway-memory-mlagents-learn" / "Hallway.onnx").is_file(), out[
-        -3000:
-    ]
-    assert "$ mlagents-learn" in out and "--seed 2" in out
-    settings = json.loads((run / "hallway-memory-mlagents-learn.settings.json").read_text("utf-8"))
-    assert settings["trainer"] == "mlagents-learn" and settings["seed"] == 2
+    settings = _mlagents_learn_run(out, tmp_path / "seed2", "hallway-memory-mlagents-learn", 2)
     # the memory config as ours trains it: an LSTM of ML-Agents' Hallway config
     memory = settings["config"]["behaviors"]["Hallway"]["network_settings"]["memory"]
     assert memory == {"sequence_length": 64, "memory_size": 128}
     assert "mlagents-learn memory mean reward" in out
-    table = out[out.index("part hallway (seeds 2)") :].splitlines()
+    _assert_figures_without_goal(out, "part hallway (seeds 2)", 2)
+
+
+def _mlagents_learn_run(out: str, run: Path, name: str, seed: int) -> dict[str, Any]:
+    """Assert that ``mlagents-learn`` trained run ``name`` in ``run`` on ``seed`` and exported
+    its ONNX model; returns the run's kept settings."""
+    behavior = json.loads((run / f"{name}.settings.json").read_text("utf-8"))
+    assert behavior["trainer"] == "mlagents-learn" and behavior["seed"] == seed
+    (behavior_name,) = behavior["config"]["behaviors"]
+    assert (run / "results" / name / f"{behavior_name}.onnx").is_file(), out[-3000:]
+    assert "$ mlagents-learn" in out and f"--seed {seed}" in out
+    return dict(behavior)
+
+
+def _assert_figures_without_goal(out: str, part: str, count: int) -> None:
+    """The ``part`` table lists ``count`` mlagents-learn figures, each without a goal."""
+    table = out[out.index(part) :].splitlines()
     theirs = [line for line in table if "(mlagents-learn)" in line]
-    assert len(theirs) == 2 and all(line.rstrip().endswith("(no goal)") for line in theirs)
+    assert len(theirs) == count and all(line.rstrip().endswith("(no goal)") for line in theirs)
 
 
 @pytest.mark.timeout(300)
@@ -239,17 +247,13 @@ def test_pyramids_intrinsic_variants_train_with_mlagents_learn_on_the_same_seed(
     )  # fmt: skip
     out = capsys.readouterr().out
     run = tmp_path / "seed2"
-    for variant, signal in (("rnd", "rnd"), ("curiosity", "curiosity")):
+    for variant in ("rnd", "curiosity"):
         name = f"pyramids-{variant}-mlagents-learn"
-        assert (run / "results" / name / "Pyramids.onnx").is_file(), out[-3000:]
-        settings = json.loads((run / f"{name}.settings.json").read_text("utf-8"))
-        assert settings["trainer"] == "mlagents-learn" and settings["seed"] == 2
+        settings = _mlagents_learn_run(out, run, name, 2)
         # the same variant ours trained: the same reward signals, the same settings
         ours = json.loads((run / f"pyramids-{variant}.settings.json").read_text("utf-8"))
         assert settings["config"] == ours["config"]
-        assert signal in settings["config"]["behaviors"]["Pyramids"]["reward_signals"]
-    assert out.count("$ mlagents-learn") == 2 and "--seed 2" in out
+        assert variant in settings["config"]["behaviors"]["Pyramids"]["reward_signals"]
+    assert out.count("$ mlagents-learn") == 2
     assert "mlagents-learn rnd        mean reward" in out
-    table = out[out.index("part pyramids (seeds 2)") :].splitlines()
-    theirs = [line for line in table if "(mlagents-learn)" in line]
-    assert len(theirs) == 2 and all(line.rstrip().endswith("(no goal)") for line in theirs)
+    _assert_figures_without_goal(out, "part pyramids (seeds 2)", 2)
