@@ -220,12 +220,12 @@ def test_hallway_memory_trains_with_mlagents_learn_on_the_same_seed(
 def _mlagents_learn_run(out: str, run: Path, name: str, seed: int) -> dict[str, Any]:
     """Assert that ``mlagents-learn`` trained run ``name`` in ``run`` on ``seed`` and exported
     its ONNX model; returns the run's kept settings."""
-    behavior = json.loads((run / f"{name}.settings.json").read_text("utf-8"))
-    assert behavior["trainer"] == "mlagents-learn" and behavior["seed"] == seed
-    (behavior_name,) = behavior["config"]["behaviors"]
-    assert (run / "results" / name / f"{behavior_name}.onnx").is_file(), out[-3000:]
+    settings: dict[str, Any] = json.loads((run / f"{name}.settings.json").read_text("utf-8"))
+    assert settings["trainer"] == "mlagents-learn" and settings["seed"] == seed
+    (behavior,) = settings["config"]["behaviors"]
+    assert (run / "results" / name / f"{behavior}.onnx").is_file(), out[-3000:]
     assert "$ mlagents-learn" in out and f"--seed {seed}" in out
-    return dict(behavior)
+    return settings
 
 
 def _assert_figures_without_goal(out: str, part: str, count: int) -> None:
