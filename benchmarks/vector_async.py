@@ -18,6 +18,8 @@ Every game gets its own seed (``0 + i``), hence its own sequence of step times.
 Run from the repository root::
 
     .venv/bin/python -m benchmarks.vector_async --processes 32 --step-time 0.1 --seconds 8
+    .venv/bin/python -m benchmarks.vector_async --processes 1 2 4 8 14 16 --step-time 0 \
+        --jitter 0 --seconds 5    # a scaling table (a machine with 16 cores or more)
 
 Prints one line per contender and setting, then the ratios of ``unity-async`` to the others
 (goals: >= 1.8x under jitter, >= 1.0x without). ``--cpu-split`` (Linux) adds, per contender, the
@@ -38,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["main", "measure"]
+__all__ = ["main", "measure", "scaling_table"]
 
 Contender = Callable[[int, dict[str, Any], float], float]
 
@@ -234,10 +236,49 @@ def measure(
     return results
 
 
+def scaling_table(rates: dict[int, dict[str, float]], ours: str = "unity-async") -> list[str]:
+    """The rows of a scaling table over several process counts (one setting).
+
+    Args:
+        rates: ``{processes: {contender: agent-steps/s}}``.
+        ours: the contender whose ratios to the others, and to linear scaling, are shown.
+
+    Returns:
+        Text lines: per process count each contender's rate, ``ours`` over each other contender
+        and ``ours`` over linear scaling, i.e. over ``processes / smallest count`` times its rate
+        at the smallest count (``-`` where ``ours`` was not run).
+    """
+    counts = sorted(rates)
+    names = list(dict.fromkeys(name for count in counts for name in rates[count]))
+    others = [name for name in names if name != ours]
+    base = rates[counts[0]].get(ours)
+    header = ["processes", *names, *(f"{ours} / {name}" for name in others), "of linear"]
+    lines = ["  " + " | ".join(header)]
+    for count in counts:
+        row = rates[count]
+        mine = row.get(ours)
+        cells = [str(count), *(f"{row[name]:.0f}" if name in row else "-" for name in names)]
+        cells += [
+            f"{mine / row[name]:.2f}x" if mine is not None and name in row else "-"
+            for name in others
+        ]
+        linear = mine / (base * count / counts[0]) if mine is not None and base else None
+        cells.append("-" if linear is None else f"{linear:.2f}")
+        lines.append("  " + " | ".join(cells))
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; exits 0 when both goals are met."""
+    """Command-line entry point; exits 0 when both goals are met at every process count."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--processes", type=int, default=32, help="game processes (1 agent each)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        default=[32],
+        metavar="N",
+        help="game processes (1 agent each); several counts add a scaling table",
+    )
     parser.add_argument("--step-time", type=float, default=0.1, help="seconds per Academy step")
     parser.add_argument("--jitter", type=float, default=1.0, help="relative jitter of the run")
     parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
@@ -260,19 +301,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     goals = {0.0: 1.0} if args.jitter == 0 else {0.0: 1.0, args.jitter: 1.8}
     met = True
     summary = []
-    for jitter, goal in goals.items():
-        print(f"jitter={jitter:g}:", flush=True)
-        rates = measure(args.processes, args.step_time, jitter, args.seconds, args.contenders)
-        ours = rates.get("unity-async")
-        for other in ("gym-async", "sb3-subproc"):
-            if ours is None or other not in rates:
-                continue
-            ratio = ours / rates[other]
-            met &= ratio >= goal
-            summary.append(
-                f"jitter={jitter:g}: unity-async / {other} = {ratio:.2f}x (goal >= {goal:g}x)"
-            )
+    tables: dict[float, dict[int, dict[str, float]]] = {jitter: {} for jitter in goals}
+    for processes in dict.fromkeys(args.processes):
+        for jitter, goal in goals.items():
+            print(f"processes={processes} jitter={jitter:g}:", flush=True)
+            rates = measure(processes, args.step_time, jitter, args.seconds, args.contenders)
+            tables[jitter][processes] = rates
+            ours = rates.get("unity-async")
+            for other in ("gym-async", "sb3-subproc"):
+                if ours is None or other not in rates:
+                    continue
+                ratio = ours / rates[other]
+                met &= ratio >= goal
+                summary.append(
+                    f"processes={processes} jitter={jitter:g}: unity-async / {other} = "
+                    f"{ratio:.2f}x (goal >= {goal:g}x)"
+                )
     print("\n".join(summary), flush=True)
+    if len(args.processes) > 1:
+        for jitter, table in tables.items():
+            print(f"\nstep time {args.step_time:g} s, jitter {jitter:g} (agent-steps/s):")
+            print("\n".join(scaling_table(table)), flush=True)
     return 0 if met else 1
 
 

@@ -1,4 +1,5 @@
-"""``benchmarks.vector_async``: one short run with ``--cpu-split`` on a real game."""
+"""``benchmarks.vector_async``: a short run on real games with ``--cpu-split`` and two process
+counts, and its scaling table."""
 
 from __future__ import annotations
 
@@ -7,30 +8,48 @@ import sys
 
 import pytest
 
-from benchmarks.vector_async import main
+from benchmarks.vector_async import main, scaling_table
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--cpu-split reads /proc")
-def test_cpu_split_accounts_the_main_process_the_player_and_the_worker(
+def test_cpu_split_and_the_scaling_table_of_a_run_over_two_process_counts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     main(
-        ["--processes", "1", "--step-time", "0.002", "--jitter", "0", "--seconds", "1",
+        ["--processes", "1", "2", "--step-time", "0.002", "--jitter", "0", "--seconds", "1",
          "--contenders", "unity-async", "--cpu-split"]
     )  # fmt: skip
     out = capsys.readouterr().out
-    split = re.search(
+    splits = re.findall(
         r"CPU per agent-step: main process \(1\) (\d+) us = ([\d.]+) of a core; (.*); "
         r"total (\d+) us",
         out,
     )
-    assert split, out
-    main_us, total_us = int(split[1]), int(split[4])
-    groups = dict(re.findall(r"(\w+) \(\d+\) (\d+) us", split[3]))
-    # one game process and at least its worker were found and charged some CPU
-    assert int(groups["players"]) > 0 and int(groups["workers"]) > 0, out
-    assert total_us == pytest.approx(main_us + sum(map(int, groups.values())), abs=2)
-    assert 0 < float(split[2]) <= 1.5
-    rate = re.search(r"unity-async .* -> +([\d.]+) agent-steps/s", out)
-    assert rate, out
-    assert 0 < float(rate[1]) <= 1 / 0.002  # no faster than the simulated compute allows
+    assert len(splits) == 2, out  # one per process count
+    for main_us, share, rest, total_us in splits:
+        groups = {name: int(us) for name, us in re.findall(r"(\w+) \(\d+\) (\d+) us", rest)}
+        # the game processes and their workers were found and charged some CPU
+        assert groups["players"] > 0 and groups["workers"] > 0, out
+        assert int(total_us) == pytest.approx(int(main_us) + sum(groups.values()), abs=2)
+        assert 0 < float(share) <= 1.5
+    rates = [float(rate) for rate in re.findall(r"unity-async .* -> +([\d.]+) agent-steps/s", out)]
+    assert len(rates) == 2 and all(0 < rate <= 2 / 0.002 for rate in rates), out
+    table = out[out.index("step time 0.002 s, jitter 0 (agent-steps/s):") :].splitlines()
+    assert table[1].split(" | ") == ["  processes", "unity-async", "of linear"]
+    assert table[2].split(" | ") == ["  1", f"{rates[0]:.0f}", "1.00"]
+    assert table[3].split(" | ")[:2] == ["  2", f"{rates[1]:.0f}"]
+    assert float(table[3].split(" | ")[2]) == pytest.approx(rates[1] / (2 * rates[0]), abs=0.01)
+
+
+def test_scaling_table_ratios_to_the_peers_and_to_linear_scaling() -> None:
+    rates = {
+        2: {"unity-async": 1000.0, "gym-async": 800.0},
+        8: {"unity-async": 3600.0, "gym-async": 4000.0},
+        16: {"gym-async": 7000.0},
+    }
+    assert scaling_table(rates) == [
+        "  processes | unity-async | gym-async | unity-async / gym-async | of linear",
+        "  2 | 1000 | 800 | 1.25x | 1.00",
+        "  8 | 3600 | 4000 | 0.90x | 0.90",  # 3600 / (4 x 1000)
+        "  16 | - | 7000 | - | -",
+    ]
