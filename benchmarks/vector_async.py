@@ -55,15 +55,19 @@ def _single_agent_env(scene_options: dict[str, Any]) -> Any:
 CPU_SPLIT = False
 
 
-def _process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all its threads) from ``/proc``; 0 when
-    it is gone."""
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), [] if gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+            return stat.read().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return []
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads); 0 when it is gone."""
+    fields = _stat_fields(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else 0.0
 
 
 def _descendants(pid: int) -> dict[int, str]:
@@ -71,11 +75,9 @@ def _descendants(pid: int) -> dict[int, str]:
     ``unity_gym.player``; the rest are the workers or subprocesses that hold the games)."""
     parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-                parents.setdefault(parent, []).append(int(entry))
+        fields = _stat_fields(int(entry)) if entry.isdigit() else []
+        if fields:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
     kinds: dict[int, str] = {}
     todo = [pid]
     while todo:
