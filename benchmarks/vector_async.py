@@ -298,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "workers (Linux: read from /proc)",
     )
     args = parser.parse_args(argv)
+    if args.cpu_split and not os.path.isdir("/proc/self"):
+        parser.error("--cpu-split reads each process's CPU time from /proc, which only Linux has")
     global CPU_SPLIT
     CPU_SPLIT = args.cpu_split
     goals = {0.0: 1.0} if args.jitter == 0 else {0.0: 1.0, args.jitter: 1.8}
