@@ -36,9 +36,12 @@ def test_cpu_split_and_the_scaling_table_of_a_run_over_two_process_counts(
     assert len(rates) == 2 and all(0 < rate <= 2 / 0.002 for rate in rates), out
     table = out[out.index("step time 0.002 s, jitter 0 (agent-steps/s):") :].splitlines()
     assert table[1].split(" | ") == ["  processes", "unity-async", "of linear"]
-    assert table[2].split(" | ") == ["  1", f"{rates[0]:.0f}", "1.00"]
-    assert table[3].split(" | ")[:2] == ["  2", f"{rates[1]:.0f}"]
-    assert float(table[3].split(" | ")[2]) == pytest.approx(rates[1] / (2 * rates[0]), abs=0.01)
+    # the table rounds the exact rates, the lines above print them to 0.1: equal within 0.55
+    rows = [row.split(" | ") for row in table[2:4]]
+    assert [row[0] for row in rows] == ["  1", "  2"] and rows[0][2] == "1.00"
+    for row, rate in zip(rows, rates, strict=True):
+        assert abs(float(row[1]) - rate) <= 0.55
+    assert float(rows[1][2]) == pytest.approx(rates[1] / (2 * rates[0]), abs=0.01)
 
 
 def test_scaling_table_ratios_to_the_peers_and_to_linear_scaling() -> None:
