@@ -96,7 +96,9 @@ def test_imitation_config_trains_on_a_demo_the_player_records(
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert recorded.returncode == 0, recorded.stderr
-    run = run_train(crawler_imitation(demo, max_steps=1500, summary_freq=1000), *RUN_ARGS)
+    # episodes of at most 40 decisions: more than buffer_size 1000 steps of whole trajectories
+    # by step 1500, so one update, then the final summary with its statistics
+    run = run_train(crawler_imitation(demo, max_steps=1500, summary_freq=1500), *RUN_ARGS)
     scalars = tensorboard_scalars(run / "Crawler")
     for tag in ("Losses/GAIL Loss", "Policy/GAIL Expert Estimate", "Losses/Pretraining Loss"):
         assert tag in scalars and all(np.isfinite(scalars[tag])), tag

@@ -75,8 +75,10 @@ def push_block_imitation(demo: Path, max_steps: int, summary_freq: int) -> dict[
 
 def test_push_block_imitation_config_trains_logs_and_exports(run_train: RunTrain) -> None:
     demo = real_demo("ExpertPushBlock.demo")
-    # one update (buffer_size 2048), then a summary with its statistics
-    run = run_train(push_block_imitation(demo, max_steps=2560, summary_freq=1280),
+    # one update (more than buffer_size 2048 steps of whole trajectories: 32 agents cut theirs
+    # together every 64 decisions, so at step 4096 at the latest), then a summary with its
+    # statistics
+    run = run_train(push_block_imitation(demo, max_steps=4096, summary_freq=2048),
                     "--scene", "PushBlock", "--seed", "3", "--no-graphics")  # fmt: skip
     scalars = tensorboard_scalars(run / "PushBlock")
     for tag in (

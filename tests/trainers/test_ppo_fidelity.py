@@ -170,11 +170,13 @@ def test_normalizer_absorbs_the_rollout_before_the_update(
 
         job = trainer._take_update_job()
 
-        # absorbed before the update runs (and before the critic valued the rollout)
-        assert float(module.count) == 12.0
+        # absorbed before the update runs (and before the critic valued the rollout); the
+        # rollout is the whole trajectories (Countdown's: 3 steps) once they hold more than
+        # buffer_size = 12 steps, as ML-Agents' update buffer: 18
+        assert float(module.count) == 18.0
         np.testing.assert_allclose(module.mean.numpy(), [1.0], rtol=1e-6)
         np.testing.assert_allclose(module.variance.numpy(), [2.0 / 3.0], rtol=1e-5)
         job()
-        assert float(module.count) == 12.0  # not absorbed twice
+        assert float(module.count) == 18.0  # not absorbed twice
     finally:
         manager.close()

@@ -176,6 +176,22 @@ def test_a_rollout_holds_whole_trajectories_and_carries_open_ones_over() -> None
     assert second.episode_ends is not None and not second.episode_ends.any()
 
 
+def test_trajectories_ended_by_the_trainer_count_towards_the_update_padded() -> None:
+    # a team change or a reset ends trajectories (truncate_last), not only the game: ML-Agents'
+    # update buffer then holds them, each padded to whole sequences
+    buffer = RolloutBuffer(time_horizon=10, num_slots=2, carry_open=True, sequence_length=4)
+    for t in range(3):
+        _record(buffer, t, [False, False], [True, True])
+    assert (buffer.num_valid, buffer.num_padded) == (0, 0)
+    buffer.truncate_last(np.array([True, False]), np.zeros(2, np.float32))
+    assert (buffer.num_valid, buffer.num_padded) == (3, 4)
+    _record(buffer, 3, [False, True], [True, True])
+    assert (buffer.num_valid, buffer.num_padded) == (7, 8)  # slot 1: 4 steps, one sequence
+    assert _held_steps(buffer.finish(None, [np.zeros((2, 2), np.float32)])) == {
+        (0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1), (3, 1)
+    }  # fmt: skip
+
+
 def test_an_open_trajectory_without_taken_steps_is_not_kept() -> None:
     buffer = RolloutBuffer(time_horizon=5, num_slots=2, carry_open=True)
     _record(buffer, 0, [True, True], [True, True])

@@ -201,10 +201,12 @@ def test_resume_continues_from_the_saved_step(
     assert sorted(steps) == [200, 400, 600, 800]  # summaries continue where the run stopped
     count_key = "encoder.normalizer.normalizers.0.count"
     assert float(saved["modules"]["policy"][count_key]) > 0  # the normalizer is saved ...
-    # ... and restored: three more rollouts of 128 steps were absorbed after resuming
-    assert float(resumed["modules"]["policy"][count_key]) == pytest.approx(
-        float(saved["modules"]["policy"][count_key]) + 3 * 128
+    # ... and restored: the rollouts of the resumed part were absorbed on top of it, each more
+    # than buffer_size = 128 steps of whole trajectories, all of them within its 400 steps
+    absorbed = float(resumed["modules"]["policy"][count_key]) - float(
+        saved["modules"]["policy"][count_key]
     )
+    assert (resumed["update_count"] - saved["update_count"]) * 129 <= absorbed <= 400
     adam_steps = resumed["optimizers"]["optimizer"]["state"][0]["step"]
     assert float(adam_steps) == resumed["update_count"] * 2 * (128 // 32)  # epochs x batches
 

@@ -246,9 +246,16 @@ class Trainer(ABC):
             self.context.stats.add_episode(reward, length)
 
     @property
+    def still_training(self) -> bool:
+        """Whether updates may still be taken: training and ``step <= max_steps`` (ML-Agents'
+        ``Trainer.should_still_train``, so an update that falls due at ``max_steps`` exactly
+        is taken before the final save)."""
+        return self.training and self.step <= self.settings.max_steps
+
+    @property
     def update_due(self) -> bool:
         """Whether :meth:`advance` would start an update now (enough new experience)."""
-        return self.training and not self.is_done and self._update_ready()
+        return self.still_training and self._update_ready()
 
     @property
     def update_running(self) -> bool:
@@ -259,7 +266,8 @@ class Trainer(ABC):
         """Run (or hand to the trainer thread) an update if enough experience is there.
 
         The controller calls it in every loop, also once ``max_steps`` is reached (as
-        ML-Agents' ``TrainerController`` advances every trainer); then no update is taken.
+        ML-Agents' ``TrainerController`` advances every trainer); past it no update is taken
+        (:attr:`still_training`).
 
         Args:
             environment_idle: asked just before an inline update runs: whether nothing else
@@ -267,7 +275,7 @@ class Trainer(ABC):
                 so that the update may use more torch threads (:class:`UpdateThreadGovernor`).
         """
         self._collect_finished_update()
-        if not self.training or self.is_done or not self._update_ready():
+        if not self.update_due:
             return
         if self._pending is not None:
             if not self.wait_for_running_update:
@@ -332,8 +340,7 @@ class Trainer(ABC):
         if self.step >= self._next_summary:
             freq = self.settings.summary_freq
             self._next_summary = (self.step // freq + 1) * freq
-            still_training = self.training and self.step <= self.settings.max_steps
-            self.context.stats.write_summary(self.step, training=still_training)
+            self.context.stats.write_summary(self.step, training=self.still_training)
 
     def maybe_checkpoint(self) -> None:
         """Save a checkpoint if ``checkpoint_interval`` steps have passed since the last one."""

@@ -299,10 +299,27 @@ class POCATrainer(PPOTrainer):
             contexts = iter([(ids, valid), (current[None], np.ones((1, len(current)), bool))])
             rollout = buffer.finish(self._values_in(contexts), self._last_observations[group])
             rollout.group = group
+            self._keep_open_steps(group, buffer.num_steps, ids, valid, group_rewards)
             rollouts.append(rollout)
             extras.append(_GroupRollout(ids, group_rewards, self._group_baselines(rollout, ids)))
         step = self.step
         return lambda: self._update_groups(rollouts, extras, step)
+
+    def _keep_open_steps(
+        self,
+        group: int,
+        kept: int,
+        ids: np.ndarray,
+        valid: np.ndarray,
+        group_rewards: np.ndarray,
+    ) -> None:
+        """Keep the group's ids, valid flags and group rewards of the last ``kept`` steps, the
+        ones the buffer keeps for the next rollout (its open trajectories), step for step."""
+        if not kept:
+            return
+        self._decision_ids[group] = list(ids[-kept:])
+        self._outcome_valid[group] = list(valid[-kept:])
+        self._outcome_group_rewards[group] = list(group_rewards[-kept:])
 
     def _values_in(
         self, contexts: Iterator[tuple[np.ndarray, np.ndarray]]

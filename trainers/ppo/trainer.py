@@ -2,8 +2,14 @@
 
 One update, in order:
 
-1. the rollout (``buffer_size`` agent steps over all slots, recorded per slot group since the
-   games of an asynchronous environment step independently) is closed: the critic evaluates all
+1. the rollout (whole trajectories over all slots, recorded per slot group since the games of
+   an asynchronous environment step independently) is closed once its completed trajectories
+   hold *more* than ``buffer_size`` agent steps (ML-Agents' ``RLTrainer.advance`` takes in every
+   trajectory that is ready, then ``OnPolicyTrainer._is_ready_update`` compares
+   ``num_experiences > buffer_size``; a slot's trajectory still open then goes to the next
+   rollout, ``RolloutBuffer.carry_open``). Where all agents cut their trajectories together
+   and ``buffer_size`` is agents times ``time_horizon`` (Pyramids, PushBlock, 3DBall), the update
+   therefore comes every twice ``buffer_size`` steps, as in ML-Agents. The critic evaluates all
    its observations and each group's current ones in one batch (acting needs no critic pass);
    generalized advantage estimation runs per slot, cut at episode ends, every ``time_horizon``
    steps and at the end of the rollout, bootstrapping from the value of the next observation
@@ -38,11 +44,10 @@ memory from step to step (:class:`~trainers.common.networks.acting.ActingPolicy`
 zeros when its episode ends, and records the memory before each step; a step whose action the
 environment ignored (``valid`` false) leaves the memory as it was before it (in ML-Agents an
 agent that does not ask for a decision does not run the policy, and one whose episode ended
-starts the next with zeros: ``AgentProcessor`` removes its memories). As in ML-Agents, a rollout
-holds whole trajectories: a slot's trajectory still open when the rollout closes goes to the
-next one (``RolloutBuffer.carry_open``), so the only cuts are episode ends and ``time_horizon``.
-When the rollout closes, the critic runs over each slot's steps in order (its memory carried
-across rollouts, reset at episode ends, unchanged by ignored steps; ML-Agents'
+starts the next with zeros: ``AgentProcessor`` removes its memories). Since a rollout holds
+whole trajectories, a sequence's only cuts are episode ends and ``time_horizon``. When the
+rollout closes, the critic runs over each slot's steps in order (its memory carried across
+rollouts, reset at episode ends, unchanged by ignored steps; ML-Agents'
 ``TorchOptimizer.get_trajectory_value_estimates``) for the values, recording its memory before
 each step. The update then trains on sequences (:mod:`trainers.common.buffers.sequences`):
 ``batch_size // sequence_length`` sequences per minibatch (ML-Agents' ``n_sequences``), each
@@ -238,7 +243,7 @@ class PPOTrainer(PolicyTrainer):
                     buffer = RolloutBuffer(
                         self.settings.time_horizon,
                         len(step.valid),
-                        carry_open=self.recurrent,
+                        carry_open=True,
                         sequence_length=self.sequence_length,
                     )
                     self.buffers[step.group] = buffer
@@ -309,9 +314,9 @@ class PPOTrainer(PolicyTrainer):
     # -- learning --------------------------------------------------------------------------
 
     def _update_ready(self) -> bool:
-        if self.recurrent:  # ML-Agents: num_experiences > buffer_size, padding included
-            return self._update_size() > self.hyper.buffer_size
-        return self._update_size() >= self.hyper.buffer_size
+        # ML-Agents' OnPolicyTrainer._is_ready_update: num_experiences > buffer_size, over the
+        # whole trajectories completed so far (padding included with memory).
+        return self._update_size() > self.hyper.buffer_size
 
     def _update_size(self) -> int:
         """Agent steps in the rollout; with memory, as ML-Agents' update buffer counts them:

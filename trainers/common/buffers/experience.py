@@ -294,12 +294,7 @@ class RolloutBuffer:
         done = terminated | truncated
         self._since_cut += valid
         cut = (self._since_cut >= self.time_horizon) & ~done
-        if self.carry_open:
-            closed = self._since_cut[done | cut]
-            self._closed_valid += int(closed.sum())
-            length = self.sequence_length
-            self._closed_padded += int((-(-closed // length) * length).sum())
-        self._since_cut[done | cut] = 0
+        self._close_trajectories(done | cut)
         final_values = np.asarray(truncation_values, dtype=np.float32)
         first = final_values if final_values.ndim == 1 else final_values[:, 0]
         bootstrap = np.where(truncated & ~terminated, first, 0.0).astype(np.float32)
@@ -314,6 +309,17 @@ class RolloutBuffer:
         steps["bootstrap"].append(bootstrap)
         self._valid_count += int(valid.sum())
 
+    def _close_trajectories(self, slots: np.ndarray) -> None:
+        """The open trajectories of ``slots`` (a bool mask) end at the last recorded outcome:
+        with ``carry_open`` their valid steps, and the same padded to whole sequences, count
+        towards the next rollout; the horizon counters restart."""
+        if self.carry_open:
+            closed = self._since_cut[slots]
+            self._closed_valid += int(closed.sum())
+            length = self.sequence_length
+            self._closed_padded += int((-(-closed // length) * length).sum())
+        self._since_cut[slots] = 0
+
     def truncate_last(self, slots: np.ndarray, final_values: np.ndarray | None) -> None:
         """End the episodes of ``slots`` (a bool mask) at the last recorded outcome, truncated:
         they bootstrap from ``final_values`` (the values of the observations that followed,
@@ -324,9 +330,7 @@ class RolloutBuffer:
             return
         slots = slots & ~steps["done"][-1]
         steps["done"][-1] = steps["done"][-1] | slots
-        if self.carry_open:
-            self._closed_valid += int(self._since_cut[slots].sum())
-        self._since_cut[slots] = 0
+        self._close_trajectories(slots)
         if final_values is None:
             return
         values = np.asarray(final_values, dtype=np.float32)
