@@ -268,8 +268,9 @@ def test_sac_pendulum_continuous(run_train: RunTrain) -> None:
         assert tag in scalars, tag
     state = load_checkpoint(run / "Pendulum" / "checkpoint.pt")
     # one update per steps_per_update (4) agent steps once buffer_init_steps (64) are
-    # collected; none at the last step (max_steps reached, training stops)
-    assert state["update_count"] == (399 - 64) // 4 + 1
+    # collected, the last one at max_steps itself (ML-Agents' should_still_train:
+    # step <= max_steps)
+    assert state["update_count"] == (400 - 64) // 4 + 1
     assert set(state["modules"]) == {"policy", "q1", "q2", "q1_target", "q2_target"}
     _onnx_matches_torch(
         run,
