@@ -180,3 +180,49 @@ def test_normalizer_absorbs_the_rollout_before_the_update(
         assert float(module.count) == 18.0  # not absorbed twice
     finally:
         manager.close()
+
+
+def test_one_update_fits_the_critic_to_the_returns_beyond_epsilon(tmp_path: Path) -> None:
+    """ML-Agents 1.1.0's value loss is the squared error against the returns (its clipping is
+    around the returns: ``returns_value_loss``), so one update may move the values by far more
+    than ``epsilon``. Countdown's 3-step episodes pay 1, 2, 3 (the observation is the step
+    index): with ``lambd`` 1 the returns are 5.92, 4.97 and 3, from a critic that starts near
+    0; clipped around the old values (``epsilon`` 0.2) they could not be reached in one
+    update."""
+    env = gymnasium.make_vec("trainer_toy_envs:Countdown-v0", num_envs=2, vectorization_mode="sync")
+    manager = EnvManager.for_vector_env(env, "Countdown")
+    try:
+        slots = manager.behaviors["Countdown"]
+        behavior = ppo_behavior(
+            hyperparameters={
+                "buffer_size": 24,
+                "batch_size": 8,
+                "num_epoch": 30,
+                "learning_rate": 0.01,
+                "learning_rate_schedule": "constant",
+                "epsilon": 0.2,
+                "epsilon_schedule": "constant",
+                "lambd": 1.0,
+            },
+            network_settings={"normalize": False},
+        )
+        trainer = ppo_trainer(
+            "Countdown", behavior, slots.observation_layout, slots.action_layout, tmp_path
+        )
+        step = manager.reset(seed=0)["Countdown"]
+        while not trainer.update_due:
+            decision = trainer.decide(step)
+            step = manager.step({"Countdown": decision})["Countdown"]
+            trainer.observe(step)
+        rollouts_before = [buffer.num_valid for buffer in trainer.buffers.values()]
+        trainer._take_update_job()()
+        assert trainer.update_count == 1 and sum(rollouts_before) > 24
+        with torch.no_grad():
+            values = trainer.critic(trainer.tensors([np.array([[0.0], [1.0], [2.0]], np.float32)]))
+        returns = np.array([1.0 + 0.99 * 2.0 + 0.99**2 * 3.0, 2.0 + 0.99 * 3.0, 3.0])
+        fitted = values.reshape(-1).numpy()
+        # every value moved more than ten times epsilon from where it started, towards the
+        # returns (their mean: 4.63)
+        assert fitted.min() > 2.0 and abs(fitted.mean() - returns.mean()) < 0.6, fitted
+    finally:
+        manager.close()

@@ -8,8 +8,10 @@ and its teammates' observations and actions. An agent's extrinsic reward is its 
 teammates' own rewards plus the group reward; returns are lambda returns of the group value
 (``lambd``, each signal's ``gamma``), the advantage of an agent is its return minus its
 baseline (the mean over the signals, then normalized over the rollout as PPO does). The loss is
-``policy + 0.5 * (value_loss + 0.5 * baseline_loss) - beta * entropy``, value and baseline
-losses both clipped to ``epsilon`` around their old estimates. TensorBoard: PPO's tags plus
+``policy + 0.5 * (value_loss + 0.5 * baseline_loss) - beta * entropy``: the baseline loss
+clipped to ``epsilon`` around the old baseline estimates, the value loss the squared error
+against the returns (ML-Agents 1.1.0 clips it around the returns, which is no clipping: see
+:func:`~trainers.ppo.trainer.returns_value_loss`). TensorBoard: PPO's tags plus
 ``Losses/Baseline Loss``, ``Policy/<Signal> Baseline Estimate`` and
 ``Environment/Group Cumulative Reward``. As in ML-Agents the policy
 never shares the critic's body (``shared_critic`` is ignored).
@@ -51,6 +53,7 @@ from trainers.ppo.trainer import (
     _UpdateData,
     clipped_surrogate_loss,
     clipped_value_loss,
+    returns_value_loss,
 )
 from trainers.reward_signals import signal_modules
 from trainers.settings import ConfigError
@@ -457,7 +460,7 @@ class POCATrainer(PPOTrainer):
             policy_loss = clipped_surrogate_loss(
                 log_probs, batch.log_probs, batch.advantages, epsilon
             )
-            value_loss = clipped_value_loss(values, batch.values, batch.returns, epsilon)
+            value_loss = returns_value_loss(values, batch.returns)
             baseline_loss = clipped_value_loss(
                 baselines, group.baselines[rows], batch.returns, epsilon
             )

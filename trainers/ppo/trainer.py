@@ -16,9 +16,10 @@ One update, in order:
    unless the episode terminated (a truncated episode bootstraps from its final observation);
 2. advantages are normalized over the rollout (with memory, its padding too: see below);
 3. ``num_epoch`` passes over shuffled minibatches of ``batch_size``: clipped surrogate loss
-   with one probability ratio per action dimension and per discrete branch, value loss with
-   the value change clipped to ``epsilon``, entropy bonus ``beta``; one Adam optimizer for
-   policy and critic, gradients not clipped (all as in ML-Agents).
+   with one probability ratio per action dimension and per discrete branch, the squared error
+   of the values against the returns as value loss (:func:`returns_value_loss`: what
+   ML-Agents 1.1.0's clipped value loss computes), entropy bonus ``beta``; one Adam optimizer
+   for policy and critic, gradients not clipped (all as in ML-Agents).
 
 Before step 1 the observation normalizer absorbs the rollout's observations, so values and
 updates see the statistics of the data they are computed on (as in ML-Agents, where each
@@ -100,7 +101,13 @@ from trainers.reward_signals import (
 from trainers.settings import PPOHyperparameters
 from unity_gym.timers import hierarchical_timer
 
-__all__ = ["PPOTrainer", "clipped_surrogate_loss", "clipped_value_loss", "normalized_advantages"]
+__all__ = [
+    "PPOTrainer",
+    "clipped_surrogate_loss",
+    "clipped_value_loss",
+    "normalized_advantages",
+    "returns_value_loss",
+]
 
 logger = logging.getLogger("trainers")
 
@@ -620,7 +627,7 @@ class PPOTrainer(PolicyTrainer):
                 values = values[batch.counted]
             entropy = entropies.mean()
             policy_loss = clipped_surrogate_loss(log_probs, batch.log_probs, advantages, epsilon)
-            value_loss = clipped_value_loss(values, batch.values, batch.returns, epsilon)
+            value_loss = returns_value_loss(values, batch.returns)
             loss = policy_loss + VALUE_LOSS_COEF * value_loss - beta * entropy
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -661,9 +668,26 @@ def clipped_surrogate_loss(
 def clipped_value_loss(
     values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, epsilon: float
 ) -> torch.Tensor:
-    """The value loss with the change from ``old_values`` clipped to ``epsilon`` (ML-Agents)."""
+    """The value loss with the change from ``old_values`` clipped to ``epsilon`` (ML-Agents'
+    ``ModelUtils.trust_region_value_loss``; MA-POCA's baseline loss)."""
     clipped = old_values + torch.clamp(values - old_values, -epsilon, epsilon)
     return torch.max((returns - values).square(), (returns - clipped).square()).mean()
+
+
+def returns_value_loss(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+    """The mean squared error of ``values`` against ``returns`` (over every head): the value
+    loss ML-Agents 1.1.0 trains its critics with.
+
+    ML-Agents calls the clipped loss (:func:`clipped_value_loss`) with the update buffer's
+    value estimates as the old values, but ``RewardSignalUtil.value_estimates_key`` gives the
+    same buffer key as ``returns_key`` (``(RewardSignalKeyPrefix.RETURNS, name)``), so the
+    returns overwrite the estimates when a trajectory is processed and the clipping is around
+    the returns themselves: ``max((r - v)^2, clamp(v - r, -eps, eps)^2)`` is ``(r - v)^2``.
+    (ML-Agents issue 6281 asks about the shared key.) With the clipping the critic moved at
+    most about ``epsilon`` per update: on 3DBall its value estimate was 2.8 where
+    ``mlagents-learn``'s was 9.6, after the same 16 updates.
+    """
+    return (returns - values).square().mean()
 
 
 @dataclass
