@@ -3,7 +3,7 @@
 * Trajectories end at episode ends and every ``time_horizon`` steps only (ML-Agents'
   ``AgentProcessor._process_step`` hands a trajectory over at those points, and the trainer
   updates on whole trajectories): a trajectory still open when a rollout closes goes whole
-  into the next rollout (``RolloutBuffer(carry_open=True)``) instead of being cut there.
+  into the next rollout (``RolloutBuffer``) instead of being cut there.
 * A step whose action the environment ignored (``valid`` false: a PettingZoo agent waiting for
   its game's reset, a Gymnasium next-step autoreset) does not move the memory: in ML-Agents
   such an agent asks for no decision and its memory was removed when its episode ended, so its
@@ -155,7 +155,7 @@ def _held_steps(rollout: Rollout) -> set[tuple[int, int]]:
 
 
 def test_a_rollout_holds_whole_trajectories_and_carries_open_ones_over() -> None:
-    buffer = RolloutBuffer(time_horizon=3, num_slots=2, carry_open=True)
+    buffer = RolloutBuffer(time_horizon=3, num_slots=2)
     # slot 0: episode ends at t=1, then t=2, 3 open; slot 1: horizon cut at t=2, t=3 open
     for t, done in enumerate([[False, False], [True, False], [False, False], [False, False]]):
         _record(buffer, t, done, [True, True])
@@ -179,7 +179,7 @@ def test_a_rollout_holds_whole_trajectories_and_carries_open_ones_over() -> None
 def test_trajectories_ended_by_the_trainer_count_towards_the_update_padded() -> None:
     # a team change or a reset ends trajectories (truncate_last), not only the game: ML-Agents'
     # update buffer then holds them, each padded to whole sequences
-    buffer = RolloutBuffer(time_horizon=10, num_slots=2, carry_open=True, sequence_length=4)
+    buffer = RolloutBuffer(time_horizon=10, num_slots=2, sequence_length=4)
     for t in range(3):
         _record(buffer, t, [False, False], [True, True])
     assert (buffer.num_valid, buffer.num_padded) == (0, 0)
@@ -193,7 +193,7 @@ def test_trajectories_ended_by_the_trainer_count_towards_the_update_padded() -> 
 
 
 def test_an_open_trajectory_without_taken_steps_is_not_kept() -> None:
-    buffer = RolloutBuffer(time_horizon=5, num_slots=2, carry_open=True)
+    buffer = RolloutBuffer(time_horizon=5, num_slots=2)
     _record(buffer, 0, [True, True], [True, True])
     _record(buffer, 1, [False, False], [False, True])  # slot 0 waits for its reset
     rollout = buffer.finish(None, [np.zeros((2, 2), np.float32)])
@@ -203,16 +203,6 @@ def test_an_open_trajectory_without_taken_steps_is_not_kept() -> None:
     assert _held_steps(buffer.finish(None, [np.zeros((2, 2), np.float32)])) == {
         (2, 0), (1, 1), (2, 1)
     }  # fmt: skip
-
-
-def test_without_carrying_a_rollout_ends_every_trajectory() -> None:
-    buffer = RolloutBuffer(time_horizon=3, num_slots=2)
-    for t in range(2):
-        _record(buffer, t, [False, False], [True, True])
-    assert buffer.num_valid == 4
-    rollout = buffer.finish(None, [np.zeros((2, 2), np.float32)])
-    assert len(_held_steps(rollout)) == 4 and rollout.chain_breaks[-1].all()
-    assert buffer.num_steps == 0
 
 
 # -- a recurrent trainer over synthetic steps --------------------------------------------------
@@ -288,7 +278,7 @@ def test_training_replays_acting_across_rollouts(tmp_path: Path) -> None:
     _ends(second, breaks[11 - kept :])
     # each taken step of a completed trajectory is trained on exactly once
     trained = first.valid.sum() + second.valid.sum()
-    still_open = trainer.buffers[0]._valid_count
+    still_open = trainer.buffers[0].num_open
     assert trained + still_open == valid.sum()
     # ignored steps are in no sequence (their rows are not trained on)
     assert not first.valid[~valid[: len(first.valid)]].any()

@@ -7,9 +7,10 @@ One update, in order:
    hold *more* than ``buffer_size`` agent steps (ML-Agents' ``RLTrainer.advance`` takes in every
    trajectory that is ready, then ``OnPolicyTrainer._is_ready_update`` compares
    ``num_experiences > buffer_size``; a slot's trajectory still open then goes to the next
-   rollout, ``RolloutBuffer.carry_open``). Where all agents cut their trajectories together
-   and ``buffer_size`` is agents times ``time_horizon`` (Pyramids, PushBlock, 3DBall), the update
-   therefore comes every twice ``buffer_size`` steps, as in ML-Agents. The critic evaluates all
+   rollout: :class:`~trainers.common.buffers.experience.RolloutBuffer`). Where all agents cut
+   their trajectories together and ``buffer_size`` is agents times ``time_horizon`` (Pyramids,
+   PushBlock, 3DBall), the update therefore comes every twice ``buffer_size`` steps, as in
+   ML-Agents. The critic evaluates all
    its observations and each group's current ones in one batch (acting needs no critic pass);
    generalized advantage estimation runs per slot, cut at episode ends, every ``time_horizon``
    steps and at the end of the rollout, bootstrapping from the value of the next observation
@@ -250,7 +251,6 @@ class PPOTrainer(PolicyTrainer):
                     buffer = RolloutBuffer(
                         self.settings.time_horizon,
                         len(step.valid),
-                        carry_open=True,
                         sequence_length=self.sequence_length,
                     )
                     self.buffers[step.group] = buffer

@@ -46,8 +46,8 @@ class Rollout:
     ``next_observations`` (recorded on request) are the successors of each step's
     observations; ``episode_ends[t]`` is true where an episode ended at step ``t``.
 
-    A rollout of a buffer that carries open trajectories over (``RolloutBuffer.carry_open``)
-    also holds steps it does not train on: steps an earlier rollout trained on and steps of
+    A rollout also holds steps it does not train on (:class:`RolloutBuffer` carries open
+    trajectories over): steps an earlier rollout trained on and steps of
     trajectories still open when it closed, which the next rollout trains on. They are not
     ``valid`` here, and episode ends among them are not in ``episode_ends``.
 
@@ -151,31 +151,28 @@ class RolloutBuffer:
     evaluates all observations of the rollout in one batch (as ML-Agents does when it processes a
     trajectory), which is cheaper than one critic pass per env step.
 
-    Trajectories end at episode ends and every ``time_horizon`` valid steps of a slot. By
-    default a rollout also ends every slot's open trajectory where it closes. With
-    ``carry_open`` it does not: as in ML-Agents, whose agent processor hands a trajectory to
-    the trainer only at an episode end or after ``time_horizon`` steps
+    Trajectories end at episode ends and every ``time_horizon`` valid steps of a slot (or
+    where :meth:`truncate_last` ends them). As in ML-Agents, whose agent processor hands a
+    trajectory to the trainer only at an episode end or after ``time_horizon`` steps
     (``AgentProcessor._process_step``) and whose trainer updates on whole trajectories, a
     rollout holds the trajectories completed since the last one, :attr:`num_valid` counts
     their valid steps, and each slot's open trajectory stays in the buffer for the next
-    rollout. (A recurrent policy then trains on sequences as long as ML-Agents', instead of
+    rollout. (A recurrent policy so trains on sequences as long as ML-Agents', instead of
     having one more cut, with its truncated backpropagation and bootstrapped value, wherever
     a rollout happened to close.) An open trajectory without valid steps is not kept.
     """
 
     time_horizon: int
     num_slots: int
-    carry_open: bool = False
     #: Steps per training sequence of a recurrent policy (:attr:`num_padded`).
     sequence_length: int = 1
     _steps: dict[str, list[Any]] = field(default_factory=dict)
     _since_cut: np.ndarray = field(init=False)
-    _valid_count: int = 0
-    #: Per slot: the first recorded step no rollout has held yet (``carry_open``).
+    #: Per slot: the first recorded step no rollout has held yet.
     _start: np.ndarray = field(init=False)
-    #: Valid steps of the trajectories completed since the last rollout (``carry_open``).
+    #: Valid steps of the trajectories completed since the last rollout.
     _closed_valid: int = 0
-    #: The same rounded up to whole sequences per trajectory (``carry_open``).
+    #: The same rounded up to whole sequences per trajectory.
     _closed_padded: int = 0
 
     def __post_init__(self) -> None:
@@ -191,24 +188,27 @@ class RolloutBuffer:
             "memories",
         )  # fmt: skip
         self._steps = {name: [] for name in names}
-        self._valid_count = 0
         self._closed_valid = 0
         self._closed_padded = 0
 
     @property
     def num_valid(self) -> int:
-        """Usable agent steps the next rollout would hold: all recorded so far, or with
-        ``carry_open`` those of the trajectories completed since the last rollout."""
-        return self._closed_valid if self.carry_open else self._valid_count
+        """Usable agent steps the next rollout would hold: those of the trajectories completed
+        since the last rollout."""
+        return self._closed_valid
 
     @property
     def num_padded(self) -> int:
-        """With ``carry_open``: the entries ML-Agents' update buffer would hold for the
-        trajectories completed since the last rollout, each trajectory's valid steps rounded up
-        to whole sequences of :attr:`sequence_length` (``AgentBuffer.resequence_and_append``
-        pads the last sequence; ``num_experiences`` counts the padding). Otherwise
-        :attr:`num_valid`."""
-        return self._closed_padded if self.carry_open else self._valid_count
+        """The entries ML-Agents' update buffer would hold for the trajectories completed since
+        the last rollout, each trajectory's valid steps rounded up to whole sequences of
+        :attr:`sequence_length` (``AgentBuffer.resequence_and_append`` pads the last sequence;
+        ``num_experiences`` counts the padding); :attr:`num_valid` without sequences."""
+        return self._closed_padded
+
+    @property
+    def num_open(self) -> int:
+        """Valid steps of the slots' open trajectories (a later rollout's)."""
+        return int(self._since_cut.sum())
 
     @property
     def num_steps(self) -> int:
@@ -224,19 +224,15 @@ class RolloutBuffer:
             return np.zeros((0, *steps["observations"][0][entry].shape[1:]), dtype=np.float32)
         stacked = np.stack([obs[entry] for obs in steps["observations"][:recorded]])
         valid = np.stack(steps["valid"])
-        if not self.carry_open:
-            return stacked[valid]
         breaks = np.stack(steps["done"]) | np.stack(steps["cut"])
         return stacked[valid & self._held(self._open_from(valid, breaks), len(valid))]
 
     def _open_from(self, valid: np.ndarray, breaks: np.ndarray) -> np.ndarray:
         """``(n,)``: each slot's first recorded step the next rollout leaves for the one after
         (``T`` for none), given the steps' ``valid`` and trajectory ``breaks`` (episode ends and
-        horizon cuts) ``(T, n)``: with ``carry_open``, the steps after the slot's last break,
-        unless none of them is valid."""
+        horizon cuts) ``(T, n)``: the steps after the slot's last break, unless none of them is
+        valid."""
         steps = len(valid)
-        if not self.carry_open:
-            return np.full(self.num_slots, steps, dtype=np.int64)
         times = np.arange(steps)[:, None]
         fresh = times >= self._start  # no earlier rollout held these
         last_break = np.where(fresh & breaks, times, -1).max(axis=0)
@@ -307,17 +303,15 @@ class RolloutBuffer:
         steps["cut"].append(cut)
         steps["valid"].append(valid.copy())
         steps["bootstrap"].append(bootstrap)
-        self._valid_count += int(valid.sum())
 
     def _close_trajectories(self, slots: np.ndarray) -> None:
         """The open trajectories of ``slots`` (a bool mask) end at the last recorded outcome:
-        with ``carry_open`` their valid steps, and the same padded to whole sequences, count
-        towards the next rollout; the horizon counters restart."""
-        if self.carry_open:
-            closed = self._since_cut[slots]
-            self._closed_valid += int(closed.sum())
-            length = self.sequence_length
-            self._closed_padded += int((-(-closed // length) * length).sum())
+        their valid steps, and the same padded to whole sequences, count towards the next
+        rollout; the horizon counters restart."""
+        closed = self._since_cut[slots]
+        self._closed_valid += int(closed.sum())
+        length = self.sequence_length
+        self._closed_padded += int((-(-closed // length) * length).sum())
         self._since_cut[slots] = 0
 
     def truncate_last(self, slots: np.ndarray, final_values: np.ndarray | None) -> None:
@@ -348,9 +342,9 @@ class RolloutBuffer:
     ) -> Rollout:
         """Assemble the rollout, with the values of every recorded observation.
 
-        With ``carry_open`` the rollout holds the recorded steps up to each slot's last
-        trajectory end (and none of those an earlier rollout held); the steps of its open
-        trajectory stay recorded for the next rollout (see :class:`Rollout`).
+        The rollout holds the recorded steps up to each slot's last trajectory end (and none of
+        those an earlier rollout held); the steps of its open trajectory stay recorded for the
+        next rollout (see :class:`Rollout`).
 
         Args:
             value_of: the critic, called with the ``T * n`` recorded observations (step by
@@ -425,8 +419,6 @@ class RolloutBuffer:
         self.clear()
         self._steps = kept
         self._start = open_from - first
-        times = np.arange(len(valid) - first)[:, None]
-        self._valid_count = int((valid[first:] & (times >= self._start)).sum())
 
 
 def _stack_optional(items: list[np.ndarray | None]) -> np.ndarray | None:
