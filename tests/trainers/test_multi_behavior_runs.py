@@ -55,6 +55,9 @@ def test_ppo_on_tennis_trains_both_teams_with_one_trainer(
     run_train: RunTrain, capsys: pytest.CaptureFixture[str]
 ) -> None:
     behavior = ppo_behavior(max_steps=320, summary_freq=160, checkpoint_interval=160)
+    # updates on more than 64 steps of whole trajectories (points and 32-step cuts): two or
+    # more within 320 steps of 8 slots
+    behavior["hyperparameters"].update(buffer_size=64, batch_size=32)
     run = run_train({"behaviors": {"Tennis": behavior}}, "--scene", "Tennis", "--num-envs", "2",
                     "--num-areas", "2", "--seed", "4", "--no-graphics")  # fmt: skip
     err = capsys.readouterr().err

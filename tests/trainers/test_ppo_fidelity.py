@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import gymnasium
@@ -13,13 +14,14 @@ import pytest
 import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
-from trainer_test_support import ppo_behavior, ppo_trainer
+from trainer_test_support import ppo_behavior, ppo_trainer, random_outcome
 
 from trainers.common.checkpoints.onnx_export import export_policy
 from trainers.common.networks.distributions import ActionDistribution, mask_logits
 from trainers.common.networks.models import PolicyNetwork, build_normalizer
 from trainers.common.networks.normalizer import RunningNormalizer
 from trainers.common.spaces import ActionLayout, ObservationLayout
+from trainers.contract import BehaviorStep
 from trainers.env_manager import EnvManager
 from trainers.settings import NetworkSettings
 
@@ -226,3 +228,41 @@ def test_one_update_fits_the_critic_to_the_returns_beyond_epsilon(tmp_path: Path
         assert fitted.min() > 2.0 and abs(fitted.mean() - returns.mean()) < 0.6, fitted
     finally:
         manager.close()
+
+
+def test_an_update_in_the_last_loop_leaves_a_group_whose_outcome_was_not_recorded(
+    tmp_path: Path,
+) -> None:
+    """Once ``max_steps`` is reached the controller records no more outcomes, so in the run's
+    last loop another game's decision may have no outcome; the update at ``max_steps``
+    (ML-Agents takes one when ``step <= max_steps``) closes the other groups and leaves that
+    one's steps as they are (seen once in a Tennis run of two games)."""
+    trainer = ppo_trainer(
+        "Toy",
+        ppo_behavior(hyperparameters={"buffer_size": 8, "batch_size": 4}, time_horizon=2),
+        ObservationLayout.from_space(spaces.Box(-1.0, 1.0, (3,), np.float32)),
+        ActionLayout.from_space(spaces.Discrete(2)),
+        tmp_path,
+    )
+    rng = np.random.default_rng(0)
+    no = np.zeros(2, bool)
+    current = {}
+    for group in (0, 1):
+        first = BehaviorStep.first([rng.uniform(-1, 1, (2, 3)).astype(np.float32)], None)
+        current[group] = replace(first, group=group)
+        trainer.observe(current[group])
+    for t in range(4):
+        for group in (0, 1):
+            trainer.decide(current[group])
+            if t == 3 and group == 1:
+                continue  # its outcome came in after max_steps: not recorded
+            current[group] = replace(random_outcome(rng, no, no, 3), group=group)
+            trainer.observe(current[group])
+    # completed trajectories (time_horizon 2): group 0 all 8 steps, group 1 4 of its 6, and a
+    # decision awaiting its outcome
+    assert trainer.buffers[1].awaiting_outcome and trainer._update_size() == 12
+    assert trainer.update_due
+    trainer._take_update_job()()
+    assert trainer.update_count == 1
+    assert trainer.buffers[0].num_steps == 0 and trainer.buffers[0].num_valid == 0
+    assert trainer.buffers[1].awaiting_outcome and trainer.buffers[1].num_valid == 4

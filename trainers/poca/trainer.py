@@ -292,9 +292,8 @@ class POCATrainer(PPOTrainer):
     def _take_update_job(self) -> Callable[[], None]:
         self._absorb_observations()
         rollouts, extras = [], []
-        for group, buffer in self.buffers.items():
-            if not buffer.num_steps:
-                continue
+        for group in self._closing_groups():
+            buffer = self.buffers[group]
             ids = np.stack(self._decision_ids.pop(group))
             valid = np.stack(self._outcome_valid.pop(group))
             group_rewards = np.stack(self._outcome_group_rewards.pop(group))

@@ -331,17 +331,27 @@ class PPOTrainer(PolicyTrainer):
         compares ``num_experiences``, padding included, with ``buffer_size``)."""
         return sum(buffer.num_padded for buffer in self.buffers.values())
 
+    def _closing_groups(self) -> list[int]:
+        """The slot groups whose buffers the update closes: those with recorded steps, except
+        a group whose last decision awaits its outcome. (Updates wait for every game to
+        settle, so that happens only in the run's last loop, when ``max_steps`` was reached
+        while another game's outcome came in and was not recorded; that group's steps stay.)"""
+        return [
+            group
+            for group, buffer in self.buffers.items()
+            if buffer.num_steps and not buffer.awaiting_outcome
+        ]
+
     def _take_update_job(self) -> Callable[[], None]:
         self._absorb_observations()
         rollouts = []
-        for group, buffer in self.buffers.items():
-            if buffer.num_steps:
-                last = self._last_observations[group]
-                rollout = buffer.finish(None if self.recurrent else self._values, last)
-                rollout.group = group
-                if self.recurrent:
-                    self._recurrent_values(rollout, last)
-                rollouts.append(rollout)
+        for group in self._closing_groups():
+            last = self._last_observations[group]
+            rollout = self.buffers[group].finish(None if self.recurrent else self._values, last)
+            rollout.group = group
+            if self.recurrent:
+                self._recurrent_values(rollout, last)
+            rollouts.append(rollout)
         step = self.step
         return lambda: self._update(rollouts, step)
 
@@ -352,7 +362,7 @@ class PPOTrainer(PolicyTrainer):
         normalizer = self.normalizer
         if not normalizer.normalizers:
             return
-        buffers = [buffer for buffer in self.buffers.values() if buffer.num_steps]
+        buffers = [self.buffers[group] for group in self._closing_groups()]
         observations: list[torch.Tensor | None] = [None] * len(
             self.context.observation_layout.entries
         )
