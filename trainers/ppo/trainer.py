@@ -10,11 +10,11 @@ One update, in order:
    rollout: :class:`~trainers.common.buffers.experience.RolloutBuffer`). Where all agents cut
    their trajectories together and ``buffer_size`` is agents times ``time_horizon`` (Pyramids,
    PushBlock, 3DBall), the update therefore comes every twice ``buffer_size`` steps, as in
-   ML-Agents. The critic evaluates all
-   its observations and each group's current ones in one batch (acting needs no critic pass);
-   generalized advantage estimation runs per slot, cut at episode ends, every ``time_horizon``
-   steps and at the end of the rollout, bootstrapping from the value of the next observation
-   unless the episode terminated (a truncated episode bootstraps from its final observation);
+   ML-Agents. The critic evaluates all its observations and each group's current ones in one
+   batch (acting needs no critic pass); generalized advantage estimation runs per slot, cut at
+   episode ends and every ``time_horizon`` steps, bootstrapping from the value of the next
+   observation unless the episode terminated (a truncated episode bootstraps from its final
+   observation);
 2. advantages are normalized over the rollout (with memory, its padding too: see below);
 3. ``num_epoch`` passes over shuffled minibatches of ``batch_size``: clipped surrogate loss
    with one probability ratio per action dimension and per discrete branch, the squared error
