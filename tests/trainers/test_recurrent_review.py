@@ -192,6 +192,22 @@ def test_trajectories_ended_by_the_trainer_count_towards_the_update_padded() -> 
     }  # fmt: skip
 
 
+def test_a_callers_own_field_is_carried_over_with_the_steps_it_belongs_to() -> None:
+    # MA-POCA records each step's group ids beside the buffer's own fields
+    buffer = RolloutBuffer(time_horizon=3, num_slots=2)
+    for t, done in enumerate([[False, False], [True, False], [False, False], [False, False]]):
+        _record(buffer, t, done, [True, True])
+        buffer.add_field("tag", np.array([t, t]))
+    assert buffer.stacked("tag")[:, 0].tolist() == [0, 1, 2, 3]
+    assert buffer.latest("tag").tolist() == [3, 3]
+    buffer.finish(None, [np.zeros((2, 2), np.float32)])
+    # t=2 and t=3 are kept for the next rollout (see the test above), and their entries with them
+    assert buffer.stacked("tag")[:, 0].tolist() == [2, 3]
+    assert buffer.stacked("valid").shape == (2, 2)
+    with pytest.raises(ValueError, match="field of the rollout buffer itself"):
+        buffer.add_field("valid", np.ones(2, bool))
+
+
 def test_an_open_trajectory_without_taken_steps_is_not_kept() -> None:
     buffer = RolloutBuffer(time_horizon=5, num_slots=2)
     _record(buffer, 0, [True, True], [True, True])

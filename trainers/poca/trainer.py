@@ -64,6 +64,9 @@ logger = logging.getLogger("trainers")
 
 #: Weight of the baseline loss relative to the value loss (ML-Agents').
 BASELINE_LOSS_COEF = 0.5
+#: The rollout buffer fields MA-POCA adds: each decision's group ids, each outcome's group
+#: rewards (:meth:`RolloutBuffer.add_field`).
+GROUP_IDS, GROUP_REWARDS = "group_ids", "group_rewards"
 
 
 @dataclass
@@ -97,11 +100,6 @@ class POCATrainer(PPOTrainer):
                 f"behaviors.{name}.network_settings.memory: trainer_type poca does not support "
                 "memory yet; remove the memory section or use trainer_type: ppo."
             )
-        #: Per slot group: the group ids of each recorded decision, and each outcome's
-        #: group rewards and validity, aligned with the rollout buffer's steps.
-        self._decision_ids: dict[int, list[np.ndarray]] = {}
-        self._outcome_group_rewards: dict[int, list[np.ndarray]] = {}
-        self._outcome_valid: dict[int, list[np.ndarray]] = {}
         #: Per slot group: the group ids of the slots' current observations.
         self._current_ids: dict[int, np.ndarray] = {}
         self._groups_checked = False
@@ -164,22 +162,23 @@ class POCATrainer(PPOTrainer):
         if not self._groups_checked and steps:
             self._require_groups(steps[0])
             self._groups_checked = True
-        if self.training and not self.is_done:  # PPO records these decisions
+        decisions = super().decide_many(steps)
+        if self.training and not self.is_done:  # PPO recorded these decisions
             for step in steps:
                 ids = step.group_ids
                 recorded = np.zeros(len(step.valid), np.int64) if ids is None else ids.copy()
-                self._decision_ids.setdefault(step.group, []).append(recorded)
-        return super().decide_many(steps)
+                self.buffers[step.group].add_field(GROUP_IDS, recorded)
+        return decisions
 
     def observe(self, step: BehaviorStep) -> None:
         buffer = self.buffers.get(step.group)
         if buffer is not None and buffer.awaiting_outcome:
             rewards = step.group_rewards
             n = len(step.valid)
-            self._outcome_group_rewards.setdefault(step.group, []).append(
-                np.zeros(n, np.float32) if rewards is None else rewards.astype(np.float32)
+            buffer.add_field(
+                GROUP_REWARDS,
+                np.zeros(n, np.float32) if rewards is None else rewards.astype(np.float32),
             )
-            self._outcome_valid.setdefault(step.group, []).append(step.valid.copy())
         self._record_group_returns(step)
         if step.group_ids is not None:
             self._current_ids[step.group] = step.group_ids.copy()
@@ -206,7 +205,7 @@ class POCATrainer(PPOTrainer):
     def _bootstrap_values(self, step: BehaviorStep, rows: np.ndarray) -> np.ndarray:
         """Group values of the final observations at ``rows``: the groups as decided, with the
         members that acted in this step."""
-        ids = self._decision_ids[step.group][-1]
+        ids = self.buffers[step.group].latest(GROUP_IDS)
         values = self._group_values(step.final_observations, ids[None], step.valid[None])
         return values[rows]
 
@@ -294,34 +293,17 @@ class POCATrainer(PPOTrainer):
         rollouts, extras = [], []
         for group in self._closing_groups():
             buffer = self.buffers[group]
-            ids = np.stack(self._decision_ids.pop(group))
-            valid = np.stack(self._outcome_valid.pop(group))
-            group_rewards = np.stack(self._outcome_group_rewards.pop(group))
+            ids = buffer.stacked(GROUP_IDS)
+            valid = buffer.stacked("valid")
+            group_rewards = buffer.stacked(GROUP_REWARDS)
             current = self._current_ids.get(group, np.zeros(buffer.num_slots, np.int64))
             contexts = iter([(ids, valid), (current[None], np.ones((1, len(current)), bool))])
             rollout = buffer.finish(self._values_in(contexts), self._last_observations[group])
             rollout.group = group
-            self._keep_open_steps(group, buffer.num_steps, ids, valid, group_rewards)
             rollouts.append(rollout)
             extras.append(_GroupRollout(ids, group_rewards, self._group_baselines(rollout, ids)))
         step = self.step
         return lambda: self._update_groups(rollouts, extras, step)
-
-    def _keep_open_steps(
-        self,
-        group: int,
-        kept: int,
-        ids: np.ndarray,
-        valid: np.ndarray,
-        group_rewards: np.ndarray,
-    ) -> None:
-        """Keep the group's ids, valid flags and group rewards of the last ``kept`` steps, the
-        ones the buffer keeps for the next rollout (its open trajectories), step for step."""
-        if not kept:
-            return
-        self._decision_ids[group] = list(ids[-kept:])
-        self._outcome_valid[group] = list(valid[-kept:])
-        self._outcome_group_rewards[group] = list(group_rewards[-kept:])
 
     def _values_in(
         self, contexts: Iterator[tuple[np.ndarray, np.ndarray]]

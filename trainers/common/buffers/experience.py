@@ -142,6 +142,13 @@ def generalized_advantages(
     return advantages, advantages + values
 
 
+#: The per-step fields a :class:`RolloutBuffer` records itself.
+_FIELDS = (
+    "observations", "continuous", "discrete", "masks", "log_probs", "bootstrap", "rewards",
+    "terminated", "done", "cut", "valid", "final_values", "next_observations", "memories",
+)  # fmt: skip
+
+
 @dataclass
 class RolloutBuffer:
     """Collects env steps of all slots until a rollout is complete.
@@ -182,14 +189,30 @@ class RolloutBuffer:
 
     def clear(self) -> None:
         """Drop all recorded steps (the horizon counters continue)."""
-        names = (
-            "observations", "continuous", "discrete", "masks", "log_probs", "bootstrap",
-            "rewards", "terminated", "done", "cut", "valid", "final_values", "next_observations",
-            "memories",
-        )  # fmt: skip
-        self._steps = {name: [] for name in names}
+        self._steps = {name: [] for name in _FIELDS}
         self._closed_valid = 0
         self._closed_padded = 0
+
+    def add_field(self, name: str, value: np.ndarray) -> None:
+        """Record ``value`` as the current step's entry of a field of the caller's own (such as
+        MA-POCA's group ids, with each decision, or its group rewards, with each outcome): kept
+        for the next rollout and dropped with the recorded steps, step for step.
+
+        Raises:
+            ValueError: ``name`` is one of the buffer's own fields.
+        """
+        if name in _FIELDS:
+            raise ValueError(f"{name!r} is a field of the rollout buffer itself.")
+        self._steps.setdefault(name, []).append(value)
+
+    def stacked(self, name: str) -> np.ndarray:
+        """Every recorded step's entry of field ``name`` (one of the buffer's, such as
+        ``valid``, or one of :meth:`add_field`), ``(T, ...)``, before :meth:`finish`."""
+        return np.stack(self._steps[name])
+
+    def latest(self, name: str) -> np.ndarray:
+        """The last recorded entry of field ``name``."""
+        return np.asarray(self._steps[name][-1])
 
     @property
     def num_valid(self) -> int:
