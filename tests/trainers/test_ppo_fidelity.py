@@ -216,9 +216,9 @@ def test_one_update_fits_the_critic_to_the_returns_beyond_epsilon(tmp_path: Path
             decision = trainer.decide(step)
             step = manager.step({"Countdown": decision})["Countdown"]
             trainer.observe(step)
-        rollouts_before = [buffer.num_valid for buffer in trainer.buffers.values()]
+        completed = [buffer.num_valid for buffer in trainer.buffers.values()]
         trainer._take_update_job()()
-        assert trainer.update_count == 1 and sum(rollouts_before) > 24
+        assert trainer.update_count == 1 and sum(completed) > 24
         with torch.no_grad():
             values = trainer.critic(trainer.tensors([np.array([[0.0], [1.0], [2.0]], np.float32)]))
         returns = np.array([1.0 + 0.99 * 2.0 + 0.99**2 * 3.0, 2.0 + 0.99 * 3.0, 3.0])
