@@ -206,8 +206,9 @@ class RolloutBuffer:
         self._steps.setdefault(name, []).append(value)
 
     def stacked(self, name: str) -> np.ndarray:
-        """Every recorded step's entry of field ``name`` (one of the buffer's, such as
-        ``valid``, or one of :meth:`add_field`), ``(T, ...)``, before :meth:`finish`."""
+        """The recorded steps' entries of field ``name`` (one of the buffer's, such as
+        ``valid``, or one of :meth:`add_field`), ``(T, ...)``; after :meth:`finish`, those of
+        the steps kept for the next rollout."""
         return np.stack(self._steps[name])
 
     def latest(self, name: str) -> np.ndarray:
