@@ -176,29 +176,21 @@ class _Relay:
         self.max_message_bytes = max_message_bytes
         self.peer_label = peer_label
 
-    def serve_stream(self, requests: Any, context: grpc.ServicerContext) -> bytes:
-        """gRPC handler, called when a call *starts*: read its one message, then :meth:`serve`.
-
-        ``Exchange`` is unary on the wire; serving it as client-streaming (the bytes on the wire
-        are the same) lets the handler run before the message is read, so a message that gRPC
-        refuses (over ``max_message_bytes``) is noticed and reported at once, instead of the
-        call vanishing inside gRPC and the wait running into ``timeout_wait``.
-        """
-        try:
-            request = next(requests)
-        except (StopIteration, grpc.RpcError):  # which one gRPC reports for a refusal varies
-            limit = self.max_message_bytes
-            self._fail(
-                UnityCommunicationException(
-                    f"A message of {self.peer_label} did not arrive: gRPC refused it, most "
-                    f"likely because it was larger than max_message_bytes ({limit} bytes, "
-                    f"{limit / 2**20:g} MiB), or the game broke the connection while sending "
-                    "it. Pass a larger max_message_bytes= to UnityEnvironment (or use fewer "
-                    "agents, smaller or PNG-compressed observations)."
-                )
+    def _refuse(self, size: int, context: grpc.ServicerContext) -> None:
+        """Fail the main thread's wait with the message's size, and the call with
+        ``RESOURCE_EXHAUSTED``."""
+        limit = self.max_message_bytes
+        self._fail(
+            UnityCommunicationException(
+                f"A message of {self.peer_label} was {size} bytes, more than max_message_bytes "
+                f"({limit} bytes, {limit / 2**20:g} MiB). Pass a larger max_message_bytes= to "
+                "UnityEnvironment (or use fewer agents, smaller or PNG-compressed observations)."
             )
-            return b""
-        return self.serve(request, context)
+        )
+        context.abort(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"message of {size} bytes is larger than max_message_bytes ({limit})",
+        )
 
     def _fail(self, error: Exception) -> None:
         """Wake the main thread with ``error`` (unless the session is closed)."""
@@ -208,7 +200,16 @@ class _Relay:
                 self.events.put(_PeerGone(error))
 
     def serve(self, request: bytes, context: grpc.ServicerContext) -> bytes:
-        """gRPC handler: queue the call, then block until the main thread answers it."""
+        """gRPC handler: queue the call, then block until the main thread answers it.
+
+        gRPC itself accepts messages of any size (a message it refused would vanish inside
+        gRPC, and the wait would run into ``timeout_wait``); a message over
+        ``max_message_bytes`` is refused here, with ``RESOURCE_EXHAUSTED`` to the game, as gRPC
+        would, and named to the main thread at once.
+        """
+        if len(request) > self.max_message_bytes:
+            self._refuse(len(request), context)
+            return b""  # not reached: the refusal aborts the call
         call = _Call(request)
         with self.lock:
             if self.closed:
@@ -325,8 +326,8 @@ class Communicator:
         handler = grpc.method_handlers_generic_handler(
             SERVICE_NAME,
             {
-                EXCHANGE_METHOD: grpc.stream_unary_rpc_method_handler(
-                    self._relay.serve_stream, request_deserializer=None, response_serializer=None
+                EXCHANGE_METHOD: grpc.unary_unary_rpc_method_handler(
+                    self._relay.serve, request_deserializer=None, response_serializer=None
                 )
             },
         )
@@ -335,7 +336,7 @@ class Communicator:
             handlers=[handler],
             options=[
                 ("grpc.so_reuseport", 0),
-                ("grpc.max_receive_message_length", int(max_message_bytes)),
+                ("grpc.max_receive_message_length", -1),  # checked by _Relay.serve
                 ("grpc.max_send_message_length", -1),
             ],
         )

@@ -176,7 +176,9 @@ def test_max_message_bytes_is_enforced() -> None:
     with Communicator(0, timeout_wait=1, max_message_bytes=64 * 1024) as communicator:
         unity = ScriptedUnity(communicator.port, [big]).start()
         communicator.initialize(UnityInputProto())
-        with pytest.raises(UnityCommunicationException, match="max_message_bytes"):
+        with pytest.raises(
+            UnityCommunicationException, match=r"was \d+ bytes, more than max_message_bytes"
+        ):
             communicator.exchange(RESET)  # named at once, not a timeout (issue 37)
         unity.join()
         assert isinstance(unity.error, grpc.RpcError)
