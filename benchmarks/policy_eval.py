@@ -24,19 +24,31 @@ win, a loss or a draw (0: a SoccerTwos time-out). With no model, both teams play
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from trainers.behavior_ids import team_of
 from trainers.common.spaces import ActionLayout, ObservationLayout
+from unity_gym.player.academy import Academy
 from unity_gym.player.onnx_policy import OnnxPolicy as ModelPolicy
+from unity_gym.player.scenes import Scene
+from unity_gym.player.side_channels import SideChannelHub, StandardChannels
 
-__all__ = ["MatchRecord", "OnnxPolicy", "play_against_random"]
+__all__ = [
+    "MatchRecord",
+    "OnnxPolicy",
+    "Reported",
+    "outcomes_main",
+    "play_against_random",
+    "step_in_process",
+]
 
 _CPU = torch.device("cpu")
 
@@ -206,3 +218,61 @@ def play_against_random(
         return record
     finally:
         env.close()
+
+
+def step_in_process(scene: Scene, seed: int, done: Callable[[], bool]) -> None:
+    """Step a fresh ``scene`` in an Academy of this process, seeded with ``seed``, until
+    ``done()`` is true (checked before each step).
+
+    This is the player's loop without a trainer, so the scene's ``heuristic`` chooses every
+    action; the outcome diagnostics (:mod:`benchmarks.soccer_outcomes`,
+    :mod:`benchmarks.tennis_outcomes`) override it to play a model against random actions. It is
+    several times faster than a match through the PettingZoo front, and the scene's own state
+    can be read between steps.
+    """
+    channels = StandardChannels.create()
+    academy = Academy(
+        scene, channels=channels, hub=SideChannelHub(channels.in_registration_order()), seed=seed
+    )
+    while not done():
+        academy.environment_step()
+
+
+class Reported(Protocol):
+    """What an outcome diagnostic's ``play`` returns: something that prints as a table."""
+
+    def report(self) -> str:
+        """The outcomes as printable lines."""
+        ...
+
+
+def outcomes_main(
+    argv: Sequence[str] | None,
+    description: str,
+    play: Callable[[Path | None, int, int, bool], Reported],
+    count: str,
+    default_count: int,
+    opponent: str,
+) -> int:
+    """The command line of an outcome diagnostic: ``[MODEL.onnx] [--<count> N] [--seed S]
+    [--sampled]``; plays ``play(model, N, seed, sampled)`` and prints its report under a line
+    naming the model (or the heuristic) and ``opponent``.
+
+    Returns:
+        0, or 2 after printing the error when ``play`` refuses the input (a missing model, a
+        count that is not positive, a model for another scene).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("model", nargs="?", type=Path, help="ONNX policy (default: heuristic)")
+    parser.add_argument(f"--{count}", type=int, default=default_count)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sampled", action="store_true", help="sampled, not deterministic")
+    args = parser.parse_args(argv)
+    try:
+        outcomes = play(args.model, getattr(args, count), args.seed, args.sampled)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{args.model or 'the heuristic'} against {opponent}, seed {args.seed}")
+    print(outcomes.report())
+    return 0

@@ -24,7 +24,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -37,10 +36,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.policy_eval import OnnxPolicy  # noqa: E402
-from unity_gym.player.academy import Academy, AgentBatch, SceneContext  # noqa: E402
+from benchmarks.policy_eval import OnnxPolicy, outcomes_main, step_in_process  # noqa: E402
+from unity_gym.player.academy import AgentBatch, SceneContext  # noqa: E402
 from unity_gym.player.scenes import soccer_twos  # noqa: E402
-from unity_gym.player.side_channels import SideChannelHub, StandardChannels  # noqa: E402
 
 __all__ = ["OUTCOMES", "Outcomes", "main", "play_outcomes"]
 
@@ -200,31 +198,14 @@ def play_outcomes(model: Path | None, games: int, seed: int = 1, sampled: bool =
     scene.rng = np.random.default_rng(seed)
     scene.outcomes = Outcomes()
     scene.wanted = games
-    channels = StandardChannels.create()
-    academy = Academy(
-        scene, channels=channels, hub=SideChannelHub(channels.in_registration_order()), seed=seed
-    )
-    while scene.outcomes.games < games:
-        academy.environment_step()
+    step_in_process(scene, seed, lambda: scene.outcomes.games >= games)
     return scene.outcomes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Play and print the outcomes."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("model", nargs="?", type=Path, help="ONNX policy (default: heuristic)")
-    parser.add_argument("--games", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--sampled", action="store_true", help="sampled, not deterministic")
-    args = parser.parse_args(argv)
-    try:
-        outcomes = play_outcomes(args.model, args.games, args.seed, args.sampled)
-    except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"{args.model or 'heuristic team'} against a random team, seed {args.seed}")
-    print(outcomes.report())
-    return 0
+    """Play and print the outcomes (:func:`benchmarks.policy_eval.outcomes_main`)."""
+    description = __doc__.split("\n", 1)[0]
+    return outcomes_main(argv, description, play_outcomes, "games", 200, "a random team")
 
 
 if __name__ == "__main__":
