@@ -141,7 +141,8 @@ class UnityEnvironment(BaseEnv):
             captured stdout/stderr; a temporary folder (captured output only) when None.
         num_areas: number of training areas the game should replicate.
         host: interface the server binds (default: this machine only).
-        max_message_bytes: largest message accepted from the game.
+        max_message_bytes: largest message accepted from the game; a larger one is read, then
+            refused with an error that names its size.
         shutdown_timeout: seconds :meth:`close` lets the game exit by itself before its
             processes are terminated.
 
