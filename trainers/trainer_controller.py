@@ -9,10 +9,17 @@ each group gets its actions at once while the other groups keep playing.
 
 An update that closes an on-policy rollout (PPO) first waits for every group in flight and
 records its step, so the rollout ends with every group settled and, with ``threaded: false``,
-every step after the update is taken by the updated policy. An update taken while no game is
-stepping may use more torch threads (:mod:`trainers.common.optimization.update_threads`). The loop
-ends when every trainer has reached ``max_steps`` or a stop was requested (Ctrl-C); final
-checkpoints and ONNX models are then written.
+every step after the update is taken by the updated policy. An off-policy trainer (SAC, whose
+``update_needs_settled_groups`` is false) is advanced *after* the groups received in the
+iteration got their actions, so its update runs while those games compute their next step
+instead of keeping them waiting. Its data are the same (everything recorded so far); the
+actions sent in that iteration come from the policy before the update, one update behind
+``mlagents-learn`` with ``threaded: false``, which updates before it acts (one update is
+``steps_per_update`` agent steps' worth of gradient steps, a small fraction of the replay).
+An update taken while no game is stepping may use more torch threads
+(:mod:`trainers.common.optimization.update_threads`). The loop ends when every trainer has
+reached ``max_steps`` or a stop was requested (Ctrl-C); final checkpoints and ONNX models are
+then written.
 
 With curriculum lessons (:mod:`trainers.curriculum`), every iteration feeds the trainers' steps
 and recent episode rewards to the parameter manager; when a lesson changes, its values are sent
@@ -110,27 +117,34 @@ class TrainerController:
         manager = self.env_manager
         trainers = self.trainers
         progress = self.progress
+        on_policy = [t for t in trainers.values() if t.update_needs_settled_groups]
+        off_policy = [t for t in trainers.values() if not t.update_needs_settled_groups]
         self._decide_and_send(manager.start(self.seed))
         while not self.stop_requested and not self.all_done:
             with hierarchical_timer("TrainerController.advance"):
                 received = self._record(manager.receive_ready())
                 self._record_game_stats()
-                if any(t.update_due and t.update_needs_settled_groups for t in trainers.values()):
+                if any(t.update_due and t.update_needs_settled_groups for t in on_policy):
                     with hierarchical_timer("settle_groups"):
                         while manager.in_flight:
                             received += self._record([manager.receive()])
-                for trainer in trainers.values():
-                    # every trainer, done or not, as ML-Agents' TrainerController: a done one
-                    # takes no update, but a self-play schedule must go on changing the
-                    # learning team, or the other teams' behaviors never reach max_steps
-                    trainer.advance(environment_idle=self._environment_idle)
-                    trainer.maybe_write_summary()
-                    trainer.maybe_checkpoint()
+                self._advance_trainers(on_policy)
                 if self.curriculum is not None and self._advance_curriculum(self.curriculum):
                     received = self._reset_for_lesson(received)
                 self._decide_and_send(received)
+                self._advance_trainers(off_policy)  # while the games step
             if progress is not None:
                 progress.update(min(t.step for t in trainers.values()))
+
+    def _advance_trainers(self, trainers: list[Trainer]) -> None:
+        """Each of ``trainers`` may update, write a summary and save a checkpoint."""
+        for trainer in trainers:
+            # every trainer, done or not, as ML-Agents' TrainerController: a done one takes no
+            # update, but a self-play schedule must go on changing the learning team, or the
+            # other teams' behaviors never reach max_steps
+            trainer.advance(environment_idle=self._environment_idle)
+            trainer.maybe_write_summary()
+            trainer.maybe_checkpoint()
 
     def _prepare_curriculum(self, curriculum: EnvironmentParameterManager) -> None:
         unknown = sorted(curriculum.behaviors() - set(self.trainers))

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import torch
-from trainer_test_support import RunTrain, ppo_behavior
+from trainer_test_support import RunTrain, ppo_behavior, sac_behavior
 
 from trainers.common.checkpoints.files import load_checkpoint
 from trainers.common.optimization.update_threads import (
@@ -156,6 +156,21 @@ def test_every_ppo_update_on_a_unity_scene_goes_through_the_governor(run_train: 
     assert gauge["count"] == updates
     assert gauge["min"] == 1.0  # the first updates warm up on one thread
     assert torch.get_num_threads() == 1  # acting is back on one thread
+
+
+@pytest.mark.usefixtures("two_cores")
+def test_sac_updates_on_a_unity_scene_run_while_the_game_steps(run_train: RunTrain) -> None:
+    """3DBall (one game, real player over gRPC): SAC sends the next actions before it updates,
+    so no update finds the game idle and none goes through the governor, though every one of
+    them is taken inline in the training loop."""
+    behavior = sac_behavior(max_steps=600, hyperparameters={"buffer_init_steps": 120})
+    run = run_train({"behaviors": {"3DBall": behavior}}, "--scene", "3DBall", "--seed", "1")
+    timers = _timers(run)
+    updates = _inline_updates(timers, "sac_update")
+    # 12 agents: an exchange every 12 steps, each past buffer_init_steps with updates due
+    assert 40 <= updates <= 50
+    assert load_checkpoint(run / "3DBall" / "checkpoint.pt")["update_count"] == 121
+    assert "update_threads" not in timers.get("gauges", {})
 
 
 @pytest.mark.usefixtures("two_cores")

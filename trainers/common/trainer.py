@@ -131,7 +131,8 @@ class Trainer(ABC):
     # PPO must not collect a second rollout before the previous update is applied; SAC may.
     wait_for_running_update: ClassVar[bool]
     # PPO closes its rollout with the values of every slot group's current observations, so its
-    # update is taken when no group has a decision awaiting its outcome; SAC needs no such pause.
+    # update is taken when no group has a decision awaiting its outcome; SAC needs no such pause,
+    # and the controller advances it after sending the next actions, while the games step.
     update_needs_settled_groups: ClassVar[bool]
     policy: PolicyNetwork
 
