@@ -20,11 +20,37 @@ a trainer did, the observation spaces); the rest of unity_gym asks it about scen
 
 from __future__ import annotations
 
-from .academy import Academy, AgentBatch, SceneContext
-from .errors import PlayerError, SceneError
-from .runtime import PlayerConfig, run_player
-from .scenes import Scene, SceneOption, get_scene_class, register_scene, scene_names
-from .specs import ActionSpec, BehaviorSpec, Compression, DecisionSettings, SensorSpec
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .academy import Academy, AgentBatch, SceneContext
+    from .errors import PlayerError, SceneError
+    from .runtime import PlayerConfig, run_player
+    from .scenes import Scene, SceneOption, get_scene_class, register_scene, scene_names
+    from .specs import ActionSpec, BehaviorSpec, Compression, DecisionSettings, SensorSpec
+
+# Imported on first access, so that importing a submodule (the scene index, the errors) does
+# not load the Academy, the connection and every scene.
+_LAZY_EXPORTS: dict[str, str] = {
+    "Academy": ".academy",
+    "AgentBatch": ".academy",
+    "SceneContext": ".academy",
+    "PlayerError": ".errors",
+    "SceneError": ".errors",
+    "PlayerConfig": ".runtime",
+    "run_player": ".runtime",
+    "Scene": ".scenes",
+    "SceneOption": ".scenes",
+    "get_scene_class": ".scenes",
+    "register_scene": ".scenes",
+    "scene_names": ".scenes",
+    "ActionSpec": ".specs",
+    "BehaviorSpec": ".specs",
+    "Compression": ".specs",
+    "DecisionSettings": ".specs",
+    "SensorSpec": ".specs",
+}
 
 __all__ = [
     "Academy",
@@ -45,3 +71,16 @@ __all__ = [
     "run_player",
     "scene_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_EXPORTS))

@@ -1,22 +1,46 @@
 """Scenes of the headless player: the :class:`Scene` contract and the built-in scenes.
 
-Every module of this package other than ``base``, ``registry`` and ``articulated`` (helpers of
-the MuJoCo scenes) is a built-in scene module, imported here so that its ``@register_scene``
-classes register themselves: a new scene is one new module, nothing else to edit.
+Each built-in scene is a module of this package whose ``@register_scene`` class registers
+itself when the module is imported; :data:`~.registry.BUILTIN_SCENES` names the module of each,
+so that a scene is imported only when it is asked for by name (:func:`get_scene_class`).
+``base``, ``registry`` and ``articulated`` (helpers of the MuJoCo scenes) are not scenes.
+Importing this package imports no scene and not the :class:`Scene` base class either (both are
+loaded on first use).
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+from typing import TYPE_CHECKING, Any
 
-from .base import Scene, SceneOption
-from .registry import get_scene_class, register_scene, scene_names
+from .registry import (
+    BUILTIN_SCENES,
+    get_scene_class,
+    load_builtin_scenes,
+    register_scene,
+    scene_names,
+)
 
-__all__ = ["Scene", "SceneOption", "get_scene_class", "register_scene", "scene_names"]
+if TYPE_CHECKING:
+    from .base import Scene, SceneOption
 
-_FRAMEWORK_MODULES = frozenset({"articulated", "base", "registry"})
+__all__ = [
+    "BUILTIN_SCENES",
+    "Scene",
+    "SceneOption",
+    "get_scene_class",
+    "load_builtin_scenes",
+    "register_scene",
+    "scene_names",
+]
 
-for _module in sorted(pkgutil.iter_modules(__path__), key=lambda found: found.name):
-    if _module.name not in _FRAMEWORK_MODULES and not _module.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_module.name}")
+_LAZY = {"Scene": ".base", "SceneOption": ".base"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
