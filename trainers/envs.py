@@ -111,8 +111,9 @@ class EnvironmentSetupError(ConfigError):
 
 SINGLE_GAME_BACKEND = "inprocess"
 """The default backend of a run with one game process (several games: ``subprocess``): one
-game has nothing to overlap with, so its worker runs as a thread, sparing a process hop per
-step."""
+game's worker runs as a thread, sparing a process hop per step. Only SAC's update overlaps the
+game's step then (PPO's waits for it), and a worker process did not make that faster (3DBall
+SAC, ``benchmarks/README.md``)."""
 
 EMBEDDED_DEFAULT_SCENE = "3DBall"
 """The built-in scene suggested to train without the Unity Editor (``Unity-v0``'s default game)."""
