@@ -27,12 +27,21 @@ import unity_gym
 
 PACKAGE = Path(unity_gym.__file__).resolve().parent
 
-FOUNDATION = {"exceptions", "version", "protocol", "temp_files", "timers", "player_process"}
+FOUNDATION = {
+    "exceptions",
+    "version",
+    "protocol",
+    "temp_files",
+    "timers",
+    "player_process",
+    "lazy_exports",
+}
 PARTS = FOUNDATION | {"base_env", "side_channels", "launcher", "behavior_names"}
 CODECS = PARTS | {"decoding", "communicator", "spaces"}
 BRIDGE = CODECS | {"environment", "demo"}
 PLAYER_USES = {
     "player_process",
+    "lazy_exports",
     "exceptions",
     "protocol",
     "side_channels",
@@ -49,6 +58,7 @@ FRONT_BASE = GAME | {"game"}
 ALLOWED: dict[str, set[str]] = {
     "exceptions": set(),
     "player_process": set(),
+    "lazy_exports": set(),
     "version": set(),
     "protocol": set(),
     "temp_files": set(),

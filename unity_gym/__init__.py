@@ -6,10 +6,10 @@ registers the Gymnasium ids ``Unity-v0`` and ``Unity-<scene>-v0`` (:mod:`unity_g
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from unity_gym.lazy_exports import lazy_exports
 from unity_gym.player_process import limit_player_threads, runs_the_player
 from unity_gym.version import __version__
 
@@ -110,14 +110,4 @@ else:
     _register_envs()
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'unity_gym' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY_EXPORTS, globals())

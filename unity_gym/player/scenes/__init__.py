@@ -10,8 +10,9 @@ loaded on first use).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from unity_gym.lazy_exports import lazy_exports
 
 from .registry import (
     BUILTIN_SCENES,
@@ -34,13 +35,4 @@ __all__ = [
     "scene_names",
 ]
 
-_LAZY = {"Scene": ".base", "SceneOption": ".base"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, {"Scene": ".base", "SceneOption": ".base"}, globals())
