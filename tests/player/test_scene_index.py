@@ -72,6 +72,7 @@ def _imported_after(code: str) -> list[str]:
         text=True,
         check=True,
         cwd=Path(__file__).resolve().parents[2],
+        timeout=120,
     )
     modules: list[str] = json.loads(result.stdout.splitlines()[-1])
     return modules
