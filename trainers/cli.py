@@ -423,7 +423,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(bool(getattr(args, "debug", False)))
     given = vars(args)
     if given.pop("list_scenes", False):
-        list_scenes(sys.stdout)
+        try:
+            list_scenes(sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader stopped early (``| head``): no traceback
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
         return 0
     try:
         options = options_from_args(args)

@@ -165,6 +165,27 @@ def _unity_train_bare(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.parametrize("module", ["trainers", "unity_gym.player"])
+def test_a_listing_cut_short_by_its_reader_ends_without_a_traceback(
+    tmp_path: Path, module: str
+) -> None:
+    """``unity-train --list-scenes | head -1`` (and the player's): the reader has gone before
+    the listing is written; exit status 1, no traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, "--list-scenes"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # no reader left: the first write fails with EPIPE
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
 def test_list_scenes_help_and_scene_typos(tmp_path: Path) -> None:
     listed = _unity_train_bare(tmp_path, "--list-scenes")
     assert listed.returncode == 0, listed.stderr

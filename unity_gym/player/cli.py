@@ -269,7 +269,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     namespace, flags, unknown = parse_arguments(args)
     if namespace.list_scenes:
-        _list_scenes(sys.stdout)
+        try:
+            _list_scenes(sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader stopped early (``| head``): no traceback
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
         return 0
     if not namespace.scene:
         sys.stderr.write(
