@@ -117,22 +117,22 @@ class TrainerController:
         manager = self.env_manager
         trainers = self.trainers
         progress = self.progress
-        on_policy = [t for t in trainers.values() if t.update_needs_settled_groups]
-        off_policy = [t for t in trainers.values() if not t.update_needs_settled_groups]
+        settling = [t for t in trainers.values() if t.update_needs_settled_groups]
+        while_stepping = [t for t in trainers.values() if not t.update_needs_settled_groups]
         self._decide_and_send(manager.start(self.seed))
         while not self.stop_requested and not self.all_done:
             with hierarchical_timer("TrainerController.advance"):
                 received = self._record(manager.receive_ready())
                 self._record_game_stats()
-                if any(t.update_due and t.update_needs_settled_groups for t in on_policy):
+                if any(t.update_due and t.update_needs_settled_groups for t in settling):
                     with hierarchical_timer("settle_groups"):
                         while manager.in_flight:
                             received += self._record([manager.receive()])
-                self._advance_trainers(on_policy)
+                self._advance_trainers(settling)
                 if self.curriculum is not None and self._advance_curriculum(self.curriculum):
                     received = self._reset_for_lesson(received)
                 self._decide_and_send(received)
-                self._advance_trainers(off_policy)  # while the games step
+                self._advance_trainers(while_stepping)
             if progress is not None:
                 progress.update(min(t.step for t in trainers.values()))
 
