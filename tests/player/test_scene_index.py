@@ -21,7 +21,6 @@ from unity_gym.player.scenes import (
     BUILTIN_SCENES,
     Scene,
     get_scene_class,
-    load_builtin_scenes,
     register_scene,
     scene_names,
 )
@@ -38,7 +37,7 @@ def test_every_scene_module_is_listed_under_its_scene_name() -> None:
     assert sorted(modules) == sorted(BUILTIN_SCENES.values()), (
         "add each new scene module to BUILTIN_SCENES in unity_gym/player/scenes/registry.py"
     )
-    for cls in load_builtin_scenes():
+    for cls in map(get_scene_class, BUILTIN_SCENES):
         module = cls.__module__.rsplit(".", 1)[1]
         assert BUILTIN_SCENES[cls.name] == module
         assert issubclass(cls, Scene)

@@ -17,7 +17,6 @@ from unity_gym.lazy_exports import lazy_exports
 from .registry import (
     BUILTIN_SCENES,
     get_scene_class,
-    load_builtin_scenes,
     register_scene,
     scene_names,
 )
@@ -30,7 +29,6 @@ __all__ = [
     "Scene",
     "SceneOption",
     "get_scene_class",
-    "load_builtin_scenes",
     "register_scene",
     "scene_names",
 ]

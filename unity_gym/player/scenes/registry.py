@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILTIN_SCENES",
     "get_scene_class",
-    "load_builtin_scenes",
     "register_scene",
     "scene_names",
 ]
@@ -81,21 +80,15 @@ def scene_names() -> list[str]:
     return sorted(set(BUILTIN_SCENES) | {cls.name for cls in _SCENES.values()})
 
 
-def load_builtin_scenes() -> list[type[Scene]]:
-    """Every built-in scene's class (each module imported once), in :data:`BUILTIN_SCENES`
-    order."""
-    return [get_scene_class(name) for name in BUILTIN_SCENES]
-
-
 def get_scene_class(name: str) -> type[Scene]:
     """The scene called ``name`` (case-insensitive), or ``package.module:ClassName``.
 
     Raises:
         PlayerError: if no such scene exists.
     """
-    from .base import Scene
-
     if ":" in name:
+        from .base import Scene
+
         module_name, _, class_name = name.partition(":")
         try:
             found = getattr(importlib.import_module(module_name), class_name)
