@@ -32,12 +32,14 @@ from unity_gym.decoding import (
 from unity_gym.exceptions import UnityObservationException
 from unity_gym.protocol.communicator_objects.agent_info_pb2 import AgentInfoProto
 from unity_gym.protocol.communicator_objects.brain_parameters_pb2 import BrainParametersProto
+from unity_gym.protocol.communicator_objects.command_pb2 import STEP
 from unity_gym.protocol.communicator_objects.space_type_pb2 import (
     SpaceTypeProto,
     continuous,
     discrete,
 )
 from unity_gym.protocol.communicator_objects.unity_message_pb2 import UnityMessageProto
+from unity_gym.protocol.communicator_objects.unity_rl_input_pb2 import UnityRLInputProto
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -347,6 +349,63 @@ def test_visual_observations_in_steps_mix_png_and_float_agents() -> None:
 # --------------------------------------------------------------------------------------------
 # actions
 # --------------------------------------------------------------------------------------------
+
+
+def _step_input_built_by_protobuf(actions: dict[str, ActionTuple]) -> UnityRLInputProto:
+    """The STEP input built field by field with protobuf's own API (the oracle)."""
+    rl_input = UnityRLInputProto(command=STEP)
+    for name, action in actions.items():
+        entries = rl_input.agent_actions[name].value
+        for floats, ints in zip(action.continuous, action.discrete, strict=True):
+            entries.add(
+                vector_actions_deprecated=[*floats.tolist(), *map(float, ints)],
+                continuous_actions=floats.tolist(),
+                discrete_actions=ints.tolist(),
+            )
+    return rl_input
+
+
+@pytest.mark.parametrize(
+    ("rows", "continuous", "branches", "top"),
+    [
+        (12, 2, 0, 0),  # 3DBall
+        (1, 0, 1, 4),  # discrete only
+        (32, 0, 3, 2),  # SoccerTwos
+        (5, 3, 1, 1),  # FoodCollector's hybrid actions
+        (3, 39, 0, 0),  # Walker: 156 bytes of floats, two-byte lengths
+        (7, 1, 40, 127),  # the largest one-byte discrete value, a two-byte field-7 length
+        (4, 2, 2, 128),  # 128 takes two varint bytes: the general path
+    ],
+)
+def test_step_input_bytes_equal_protobufs_own_encoding(
+    rows: int, continuous: int, branches: int, top: int
+) -> None:
+    rng = np.random.default_rng(rows * 100 + continuous)
+    values = rng.uniform(-3.0, 3.0, (rows, continuous)).astype(np.float32)
+    if continuous:
+        values[0, 0] = -0.0  # the sign of zero is kept
+        values[-1, -1] = np.float32(1e-42)  # a subnormal
+    discrete = rng.integers(0, top + 1, (rows, branches)).astype(np.int32)
+    if branches:
+        discrete[0, 0] = top
+    actions = {"B?team=0": ActionTuple(values, discrete), "Other": ActionTuple(values[:1])}
+    ours = encode_step_input(actions, b"")
+    oracle = _step_input_built_by_protobuf(actions)
+    assert ours == oracle
+    assert ours.SerializeToString(deterministic=True) == oracle.SerializeToString(
+        deterministic=True
+    )
+    first = ours.agent_actions["B?team=0"].value[0]
+    if continuous:
+        assert np.signbit(first.continuous_actions[0]) and first.continuous_actions[0] == 0.0
+
+
+def test_step_input_of_float64_or_unsized_int_actions_equals_protobufs_own() -> None:
+    actions = {
+        "A": ActionTuple(np.array([[0.1, -2.5e38]]), np.array([[3]], dtype=np.int64)),
+        "B": ActionTuple(np.zeros((2, 1), np.float32), np.array([[1], [2]], dtype=np.uint8)),
+    }
+    assert encode_step_input(actions, b"") == _step_input_built_by_protobuf(actions)
 
 
 def test_step_input_orders_agents_and_fills_the_deprecated_field() -> None:
