@@ -28,6 +28,7 @@ from unity_gym.exceptions import (
 from unity_gym.protocol.communicator_objects.unity_input_pb2 import UnityInputProto
 from unity_gym.protocol.communicator_objects.unity_message_pb2 import UnityMessageProto
 from unity_gym.protocol.communicator_objects.unity_output_pb2 import UnityOutputProto
+from unity_gym.protocol.wire_format import encode_varint
 from unity_gym.timers import hierarchical_timer
 
 __all__ = [
@@ -88,15 +89,6 @@ def established_connections(port: int) -> int | None:
     return count if found else None
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_message(unity_input: UnityInputProto | None, status: int = STATUS_OK) -> bytes:
     """Serialize a ``UnityMessageProto`` (header ``status`` + optional ``unity_input``).
 
@@ -107,7 +99,7 @@ def encode_message(unity_input: UnityInputProto | None, status: int = STATUS_OK)
     if unity_input is None:
         return header
     payload = unity_input.SerializeToString()
-    return header + _INPUT_FIELD_TAG + _varint(len(payload)) + payload
+    return header + _INPUT_FIELD_TAG + encode_varint(len(payload)) + payload
 
 
 def _header(status: int) -> bytes:

@@ -31,6 +31,7 @@ from unity_gym.protocol.communicator_objects.brain_parameters_pb2 import BrainPa
 from unity_gym.protocol.communicator_objects.command_pb2 import RESET, STEP
 from unity_gym.protocol.communicator_objects.observation_pb2 import NONE, ObservationProto
 from unity_gym.protocol.communicator_objects.unity_rl_input_pb2 import UnityRLInputProto
+from unity_gym.protocol.wire_format import encode_varint
 from unity_gym.timers import hierarchical_timer, timed
 
 __all__ = [
@@ -636,13 +637,13 @@ def _action_rows_layout(rows: int, width_c: int, width_d: int) -> tuple[np.ndarr
     """
     fields: list[tuple[bytes, int]] = []  # (tag and length, value bytes)
     if width_c + width_d:
-        fields.append((b"\x0a" + _varint(4 * (width_c + width_d)), 4 * (width_c + width_d)))
+        fields.append((b"\x0a" + encode_varint(4 * (width_c + width_d)), 4 * (width_c + width_d)))
     if width_c:
-        fields.append((b"\x32" + _varint(4 * width_c), 4 * width_c))
+        fields.append((b"\x32" + encode_varint(4 * width_c), 4 * width_c))
     if width_d:
-        fields.append((b"\x3a" + _varint(width_d), width_d))
+        fields.append((b"\x3a" + encode_varint(width_d), width_d))
     body = sum(len(header) + size for header, size in fields)
-    row = bytearray(b"\x0a" + _varint(body))  # one element of the repeated field 1, ``value``
+    row = bytearray(b"\x0a" + encode_varint(body))  # one element of the repeated field 1, ``value``
     starts: list[int] = []
     for header, size in fields:
         row += header
@@ -655,16 +656,6 @@ def _action_rows_layout(rows: int, width_c: int, width_d: int) -> tuple[np.ndarr
     continuous_at = next(at) if width_c else 0
     discrete_at = next(at) if width_d else 0
     return template, combined, continuous_at, discrete_at
-
-
-def _varint(value: int) -> bytes:
-    """``value`` (non-negative) as a protobuf varint."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def encode_reset_input(side_channel: bytes = b"") -> UnityRLInputProto:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from unity_gym.protocol.wire_format import encode_varint
+
 __all__ = [
     "float32_bytes",
     "key",
@@ -23,25 +25,14 @@ _WIRE_FIXED32 = 5
 _WIRE_LENGTH = 2
 
 
-def _encode_varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL_VARINTS = [_encode_varint(v) for v in range(1 << 14)]
+_SMALL_VARINTS = [encode_varint(v) for v in range(1 << 14)]
 
 
 def varint(value: int) -> bytes:
     """Base-128 varint of an int (negative int32 use the 10-byte two's complement)."""
     if 0 <= value < 16384:
         return _SMALL_VARINTS[value]
-    return _encode_varint(value)
+    return encode_varint(value)
 
 
 def key(field: int, wire_type: int) -> bytes:
