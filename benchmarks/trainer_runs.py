@@ -614,14 +614,23 @@ def run_parts(parts: dict[str, Part], args: argparse.Namespace, prefix: str) -> 
             tables.append(format_table(f"part {name}", summaries))
             print(f"\n{tables[-1]}", flush=True)
             outcomes.append(all(summary.met for summary in summaries))
-    except (RunStoppedError, KeyboardInterrupt) as stop:
+    except RunStoppedError as stop:  # a training run (train), saved where it stopped
         keep = True
         print(
-            f"\n{stop or 'Stopped by Ctrl-C'}.\nThe runs and their checkpoints are in {workdir}: "
-            f"the same command with --workdir {workdir} continues them.",
+            f"\n{stop}.\nThe runs and their checkpoints are in {workdir}: the same command "
+            f"with --workdir {workdir} continues them.",
             flush=True,
         )
-        return 130 if isinstance(stop, KeyboardInterrupt) else 1
+        return 1
+    except KeyboardInterrupt:  # outside train(): a race to a target reward (run_until_target)
+        keep = True
+        print(
+            f"\nStopped by Ctrl-C.\nThe runs so far are in {workdir}. The same command with "
+            f"--workdir {workdir} reuses complete training runs and continues stopped ones, but "
+            "starts a race to a target reward over: it times each run from its start.",
+            flush=True,
+        )
+        return 130
     except RuntimeError as error:  # a failed run (its output printed) or a workdir mismatch
         print(f"\nerror: {error}", flush=True)
         return 1

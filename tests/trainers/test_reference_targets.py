@@ -1,12 +1,16 @@
 """``benchmarks.reference_targets``: every stated target names a bundled config of one behavior
-for a built-in scene, and a real run (``unity-train`` on the headless Basic scene, a tiny
-budget) is judged over its seed by the step at which the reward was reached.
+for a built-in scene, a real run (``unity-train`` on the headless Basic scene, a tiny budget) is
+judged over its seed by the step at which the reward was reached, and Ctrl-C during a run says
+that the race starts over (it is timed from its start) rather than promising a continuation.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,3 +59,31 @@ def test_a_budget_below_one_step_is_refused() -> None:
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert run.returncode == 2 and "--budget 0" in run.stderr
+
+
+def test_ctrl_c_keeps_the_runs_and_says_the_race_starts_over(tmp_path: Path) -> None:
+    benchmark = subprocess.Popen(
+        [sys.executable, "-u", "-m", "benchmarks.reference_targets", "--only", "Basic",
+         "--seed", "2", "--reward", "100", "--budget", "400000", "--workdir", str(tmp_path)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    assert benchmark.stdout is not None
+    seen = []
+    deadline = time.monotonic() + 240
+    try:
+        for line in benchmark.stdout:  # Ctrl-C once the run has written its first summary
+            seen.append(line)
+            if "Basic. Step:" in line or time.monotonic() > deadline:
+                break
+        os.killpg(benchmark.pid, signal.SIGINT)
+        rest, _ = benchmark.communicate(timeout=120)
+    finally:
+        if benchmark.poll() is None:
+            os.killpg(benchmark.pid, signal.SIGKILL)
+    output = "".join(seen) + rest
+    assert "Basic. Step:" in output, output[-3000:]
+    assert benchmark.returncode == 130, output[-3000:]
+    assert "Stopped by Ctrl-C" in output and "starts a race to a target reward over" in output
+    assert "continues them" not in output
+    assert (tmp_path / "seed2" / "results" / "Basic").is_dir()  # kept, not deleted
