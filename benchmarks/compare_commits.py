@@ -6,8 +6,9 @@ and in this working tree, alternating for ``--rounds`` rounds, so that both side
 machine load. Each side imports its own tree (``PYTHONPATH`` and the working directory are that
 tree; games started by the benchmark run that tree's player). The reference peer venv
 (``.peer-venv``) is shared. Every run's output is printed; each ``--pick`` pattern (a regular
-expression whose first group is a number) is then looked up in every output and tabled per
-side, with the working tree's median over the base's median.
+expression whose first group is a number; ``^`` and ``$`` match at line boundaries) is then
+looked up in every output and tabled per side, with the working tree's median over the base's
+median.
 
 Usage::
 
@@ -68,8 +69,9 @@ def run_side(side: Side, command: Sequence[str], round_index: int) -> None:
 
 
 def picked_values(pattern: str, outputs: Sequence[str]) -> list[float]:
-    """The number captured by ``pattern``'s first group at its first match in each output."""
-    compiled = re.compile(pattern)
+    """The number captured by ``pattern``'s first group at its first match in each output
+    (``^`` and ``$`` match at the start and end of every line of it)."""
+    compiled = re.compile(pattern, re.MULTILINE)
     values = []
     for output in outputs:
         match = compiled.search(output)

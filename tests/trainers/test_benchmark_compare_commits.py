@@ -21,6 +21,9 @@ def _worktrees() -> str:
 def test_picked_values_take_the_first_match_of_each_output() -> None:
     outputs = ["rate 5 then rate 6", "no figure here", "rate 7.5"]
     assert picked_values(r"rate ([\d.]+)", outputs) == [5.0, 7.5]
+    table = ["figure   value\nours     4654  1930.3\nofficial 769", "ours 12\n"]
+    assert picked_values(r"^ours\s+(\d+)", table) == [4654.0, 12.0]  # ^ starts every line
+    assert picked_values(r"^official\s+(\d+)$", table) == [769.0]
 
 
 def test_both_sides_run_in_turn_and_the_table_shows_each_figure(
