@@ -609,6 +609,8 @@ def _packed_agent_actions(continuous: np.ndarray, discrete: np.ndarray) -> bytes
     ``AgentActionProto`` then has one size (:func:`_action_rows_layout`). Parsed back, it is the
     message the general path builds, so it serializes to the same bytes.
     """
+    if continuous.ndim != 2 or discrete.ndim != 2:
+        return None
     rows, width_c = continuous.shape
     width_d = discrete.shape[1]
     if continuous.dtype != np.float32 or discrete.dtype.kind not in "iu" or rows != len(discrete):

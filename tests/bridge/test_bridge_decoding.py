@@ -375,6 +375,7 @@ def _step_input_built_by_protobuf(actions: dict[str, ActionTuple]) -> UnityRLInp
         (3, 39, 0, 0),  # Walker: 156 bytes of floats, two-byte lengths
         (7, 1, 40, 127),  # the largest one-byte discrete value, a two-byte field-7 length
         (4, 2, 2, 128),  # 128 takes two varint bytes: the general path
+        (2, 0, 0, 0),  # a behavior without actions: an empty message per agent
     ],
 )
 def test_step_input_bytes_equal_protobufs_own_encoding(
@@ -400,7 +401,8 @@ def test_step_input_bytes_equal_protobufs_own_encoding(
         assert np.signbit(first.continuous_actions[0]) and first.continuous_actions[0] == 0.0
 
 
-def test_step_input_of_float64_or_unsized_int_actions_equals_protobufs_own() -> None:
+def test_step_input_of_actions_given_in_other_dtypes_equals_protobufs_own() -> None:
+    # ActionTuple casts them to float32 and int32 (float64 rounded as protobuf's float field).
     actions = {
         "A": ActionTuple(np.array([[0.1, -2.5e38]]), np.array([[3]], dtype=np.int64)),
         "B": ActionTuple(np.zeros((2, 1), np.float32), np.array([[1], [2]], dtype=np.uint8)),
