@@ -61,10 +61,19 @@ def test_a_budget_below_one_step_is_refused() -> None:
     assert run.returncode == 2 and "--budget 0" in run.stderr
 
 
+# The benchmark as a terminal starts it: Ctrl-C raises KeyboardInterrupt. (A pytest-xdist worker
+# ignores SIGINT, and a child inherits that; Python then leaves it ignored.)
+AS_FROM_A_TERMINAL = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'reference_targets'; "
+    "runpy.run_module('benchmarks.reference_targets', run_name='__main__', alter_sys=True)"
+)
+
+
 def test_ctrl_c_keeps_the_runs_and_says_the_race_starts_over(tmp_path: Path) -> None:
     benchmark = subprocess.Popen(
-        [sys.executable, "-u", "-m", "benchmarks.reference_targets", "--only", "Basic",
-         "--seed", "2", "--reward", "100", "--budget", "400000", "--workdir", str(tmp_path)],
+        [sys.executable, "-u", "-c", AS_FROM_A_TERMINAL, "--only", "Basic", "--seed", "2",
+         "--reward", "100", "--budget", "400000", "--workdir", str(tmp_path)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )  # fmt: skip
