@@ -622,7 +622,7 @@ def run_parts(parts: dict[str, Part], args: argparse.Namespace, prefix: str) -> 
             flush=True,
         )
         return 1
-    except KeyboardInterrupt:  # outside train(): a race to a target reward (run_until_target)
+    except KeyboardInterrupt:  # not in train(), which turns Ctrl-C into RunStoppedError: a race
         keep = True
         print(
             f"\nStopped by Ctrl-C.\nThe runs so far are in {workdir}. The same command with "
